@@ -1,0 +1,9 @@
+//! ringbroker: a Kafka-compatible streaming broker, thread-per-core on io_uring.
+//!
+//! - [`runtime`]: the only module that touches glommio (shards, mesh, timers, files)
+//! - [`protocol`]: the Kafka wire formats (record batches for now)
+//! - [`log`]: the partition log (segments, indexes, group commit, recovery)
+pub mod log;
+pub mod protocol;
+pub mod runtime;
+pub mod util;

@@ -1,0 +1,320 @@
+//! Group commit: the one task per log that moves staged batches to the files.
+//!
+//! Appends stage their bytes in memory and wait. The committer takes everything staged so far
+//! (a "flight"), writes it with one write per segment touched, adds the new index entries,
+//! and, when any appender asked for durability or the flush policy is due, issues one
+//! fdatasync for the lot. Then it wakes every appender of the flight and takes the next one.
+//! Under load, many appends share one write and one fsync.
+//!
+//! A failed write (a full disk, an I/O error) fails every staged append, truncates the files
+//! back to what was last written successfully and restores the in-memory state to match, so
+//! the log stays valid and readable and later appends can succeed once space returns.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use super::error::LogError;
+use super::partition_log::{AppendWaiter, LogInner, LogState, PendingWrite};
+use super::policy;
+use super::recovery::remove_segment_files;
+use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
+use crate::runtime;
+
+/// What one flight does to one segment.
+struct FlightSegment {
+    base_offset: i64,
+    files: Option<Rc<SegmentFiles>>,
+    /// The segment's state once this flight is written.
+    mark: SegmentMark,
+    index_write: Option<(u64, Vec<u8>)>,
+    time_index_write: Option<(u64, Vec<u8>)>,
+    /// The segment was sealed: sync all three files.
+    seal: bool,
+}
+
+struct Flight {
+    writes: Vec<PendingWrite>,
+    waiters: Vec<AppendWaiter>,
+    segments: Vec<FlightSegment>,
+    sync: bool,
+    /// Offsets below this are in the files once the flight succeeds.
+    end_offset: i64,
+}
+
+/// Runs flights until nothing is staged. Started by an append when no committer is running.
+pub(super) async fn run(inner: Rc<LogInner>) {
+    loop {
+        let flight = {
+            let mut st = inner.state.borrow_mut();
+            let now = (inner.clock)();
+            match take_flight(&mut st, now) {
+                Some(f) => f,
+                None => {
+                    st.committing = false;
+                    st.wake_idle();
+                    return;
+                }
+            }
+        };
+        let end_offset = flight.end_offset;
+        let sync = flight.sync;
+        let mut waiters = Vec::new();
+        let result = execute(&inner, flight, &mut waiters).await;
+        match result {
+            Ok(marks) => {
+                let mut st = inner.state.borrow_mut();
+                for (base, mark, index_len, time_len, sealed) in marks {
+                    if let Some(seg) = st.segment_mut(base) {
+                        seg.written = mark;
+                        seg.offset_index.mark_persisted(index_len);
+                        seg.time_index.mark_persisted(time_len);
+                        if sealed {
+                            seg.seal_synced = true;
+                        }
+                    }
+                }
+                st.written_end = st.written_end.max(end_offset);
+                if sync {
+                    st.recovery_point = st.recovery_point.max(end_offset);
+                }
+                drop(st);
+                for w in waiters {
+                    w.done.send(Ok(()));
+                }
+            }
+            Err(error) => {
+                tracing::error!(dir = %inner.dir.display(), %error, "log write failed; rolling back to the last good state");
+                let pending = {
+                    let mut st = inner.state.borrow_mut();
+                    st.pending.clear();
+                    std::mem::take(&mut st.waiters)
+                };
+                for w in waiters.into_iter().chain(pending) {
+                    w.done.send(Err(error.duplicate()));
+                }
+                roll_back(&inner).await;
+                // Do not retry on our own (a broken disk would spin): go on only for appends
+                // staged meanwhile.
+                let mut st = inner.state.borrow_mut();
+                if st.pending.is_empty() && st.waiters.is_empty() {
+                    st.committing = false;
+                    st.wake_idle();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn take_flight(st: &mut LogState, now_ms: i64) -> Option<Flight> {
+    let durable_waiter = st.waiters.iter().any(|w| w.durable);
+    let policy_flush = policy::flush_due(
+        &st.config,
+        st.unflushed_records,
+        st.oldest_unflushed_ms,
+        now_ms,
+    );
+    let unsynced_seal = st.segments.iter().any(|s| s.sealed && !s.seal_synced);
+    if st.pending.is_empty() && st.waiters.is_empty() && !unsynced_seal {
+        return None;
+    }
+    let sync = durable_waiter || policy_flush;
+    if sync {
+        st.unflushed_records = 0;
+        st.oldest_unflushed_ms = None;
+    }
+    let writes = std::mem::take(&mut st.pending);
+    let waiters = std::mem::take(&mut st.waiters);
+    let end_offset = st.next_offset();
+    let touched: Vec<i64> = writes.iter().map(|w| w.segment_base).collect();
+    let active_base = st.active().base_offset;
+    let mut segments = Vec::new();
+    for seg in st.segments.iter_mut() {
+        let seal = seg.sealed && !seg.seal_synced;
+        let is_touched = touched.contains(&seg.base_offset);
+        let sync_active = sync && seg.base_offset == active_base;
+        if !(seal || is_touched || sync_active) {
+            continue;
+        }
+        segments.push(FlightSegment {
+            base_offset: seg.base_offset,
+            files: seg.files.clone(),
+            mark: seg.mark(),
+            index_write: seg.offset_index.unpersisted(),
+            time_index_write: seg.time_index.unpersisted(),
+            seal,
+        });
+    }
+    Some(Flight {
+        writes,
+        waiters,
+        segments,
+        sync,
+        end_offset,
+    })
+}
+
+/// (segment base, its written mark, index entries persisted, time entries persisted, sealed)
+type Written = Vec<(i64, SegmentMark, usize, usize, bool)>;
+
+async fn execute(
+    inner: &LogInner,
+    flight: Flight,
+    waiters_out: &mut Vec<AppendWaiter>,
+) -> Result<Written, LogError> {
+    let dir: &Path = &inner.dir;
+    let Flight {
+        writes,
+        waiters,
+        mut segments,
+        sync,
+        ..
+    } = flight;
+    *waiters_out = waiters;
+    let err = |during: &'static str| move |e| LogError::from_io(dir, during, e);
+
+    let mut created = false;
+    for seg in segments.iter_mut() {
+        if seg.files.is_none() {
+            let paths = SegmentPaths::new(dir, seg.base_offset);
+            let files = Rc::new(
+                SegmentFiles::open(&paths)
+                    .await
+                    .map_err(err("creating a segment"))?,
+            );
+            if let Some(s) = inner.state.borrow_mut().segment_mut(seg.base_offset) {
+                s.files = Some(Rc::clone(&files));
+            }
+            seg.files = Some(files);
+            created = true;
+        }
+    }
+    let files_of = |base: i64| {
+        segments
+            .iter()
+            .find(|s| s.base_offset == base)
+            .and_then(|s| s.files.clone())
+    };
+    for w in writes {
+        let Some(files) = files_of(w.segment_base) else {
+            continue;
+        };
+        files
+            .log
+            .write_all_at(w.data, w.position)
+            .await
+            .map_err(err("appending to a segment"))?;
+    }
+    let mut written = Vec::with_capacity(segments.len());
+    for seg in segments.iter_mut() {
+        let Some(files) = seg.files.clone() else {
+            continue;
+        };
+        if let Some((pos, bytes)) = seg.index_write.take() {
+            files
+                .index
+                .write_all_at(bytes, pos)
+                .await
+                .map_err(err("writing an index"))?;
+        }
+        if let Some((pos, bytes)) = seg.time_index_write.take() {
+            files
+                .time_index
+                .write_all_at(bytes, pos)
+                .await
+                .map_err(err("writing a time index"))?;
+        }
+        if seg.seal {
+            files
+                .log
+                .fdatasync()
+                .await
+                .map_err(err("syncing a segment"))?;
+            files
+                .index
+                .fdatasync()
+                .await
+                .map_err(err("syncing an index"))?;
+            files
+                .time_index
+                .fdatasync()
+                .await
+                .map_err(err("syncing a time index"))?;
+        } else if sync {
+            files
+                .log
+                .fdatasync()
+                .await
+                .map_err(err("syncing a segment"))?;
+        }
+        written.push((
+            seg.base_offset,
+            seg.mark,
+            seg.mark.index_len,
+            seg.mark.time_index_len,
+            seg.seal,
+        ));
+    }
+    if created {
+        runtime::sync_dir(dir)
+            .await
+            .map_err(err("syncing the log directory"))?;
+    }
+    Ok(written)
+}
+
+/// Restores the log to its last successful write: in memory first (synchronously, so appends
+/// staged from now on build on the restored state), then the files.
+async fn roll_back(inner: &LogInner) {
+    let (truncations, removals) = {
+        let mut st = inner.state.borrow_mut();
+        let mut removals = Vec::new();
+        // Segments that never got a byte written are dropped, except the oldest one.
+        while st.segments.len() > 1 && st.active().written.size == 0 {
+            if let Some(seg) = st.segments.pop() {
+                removals.push(SegmentPaths::new(&inner.dir, seg.base_offset));
+            }
+        }
+        let mut truncations = Vec::new();
+        for seg in st.segments.iter_mut() {
+            if seg.size != seg.written.size || seg.offset_index.len() != seg.written.index_len {
+                seg.restore_written();
+                if let Some(files) = &seg.files {
+                    truncations.push((
+                        Rc::clone(files),
+                        seg.written.size,
+                        seg.offset_index.len(),
+                        seg.time_index.len(),
+                    ));
+                }
+            }
+        }
+        if let Some(active) = st.segments.last_mut() {
+            active.sealed = false;
+            active.seal_synced = false;
+        }
+        (truncations, removals)
+    };
+    for (files, size, index_len, time_len) in truncations {
+        let result = async {
+            files.log.truncate(size).await?;
+            files
+                .index
+                .truncate((index_len * super::offset_index::OFFSET_INDEX_ENTRY_LEN) as u64)
+                .await?;
+            files
+                .time_index
+                .truncate((time_len * super::time_index::TIME_INDEX_ENTRY_LEN) as u64)
+                .await
+        }
+        .await;
+        if let Err(error) = result {
+            tracing::error!(dir = %inner.dir.display(), %error, "could not truncate after a failed write; recovery will cut the tail at restart");
+        }
+    }
+    for paths in removals {
+        if let Err(error) = remove_segment_files(&paths).await {
+            tracing::error!(path = %paths.log.display(), %error, "could not remove an unwritten segment");
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Errors of the partition log.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::protocol::record_batch::BatchError;
+
+/// Why a log operation failed. Each variant maps to one Kafka error code at the protocol layer.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The batch failed validation (CRC, length, magic, counts): Kafka's CORRUPT_MESSAGE or
+    /// INVALID_RECORD. Nothing was written.
+    #[error("invalid record batch at byte {position} of the request: {source}")]
+    InvalidBatch {
+        position: usize,
+        #[source]
+        source: BatchError,
+    },
+    /// The request held no batch at all.
+    #[error("no record batch in the request")]
+    EmptyAppend,
+    /// A batch is larger than `max.message.bytes`: Kafka's MESSAGE_TOO_LARGE.
+    #[error("record batch of {size} bytes is larger than max.message.bytes ({max})")]
+    BatchTooLarge { size: usize, max: usize },
+    /// The requested offset is outside [log start, log end]: OFFSET_OUT_OF_RANGE.
+    #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start: i64,
+        log_end: i64,
+    },
+    /// The device is full. The append was not written; the log is unchanged and appends work
+    /// again once space is freed. KAFKA_STORAGE_ERROR on the wire.
+    #[error("no space left on the device holding {dir}: {source}")]
+    DiskFull {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Any other I/O failure; the log rolled back to its last good state. KAFKA_STORAGE_ERROR.
+    #[error("I/O error in {dir} while {during}: {source}")]
+    Io {
+        dir: PathBuf,
+        during: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// The log has been closed (shutdown in progress).
+    #[error("the log in {0} is closed")]
+    Closed(PathBuf),
+    /// A file in the log directory cannot be made sense of and cannot be repaired.
+    #[error("cannot load {path}: {reason}")]
+    Unrecoverable { path: PathBuf, reason: String },
+}
+
+impl LogError {
+    /// Classifies an I/O error: ENOSPC and EDQUOT become `DiskFull`.
+    pub fn from_io(dir: &std::path::Path, during: &'static str, source: io::Error) -> LogError {
+        let full = source.kind() == io::ErrorKind::StorageFull
+            || matches!(
+                source.raw_os_error(),
+                Some(libc::ENOSPC) | Some(libc::EDQUOT)
+            );
+        if full {
+            LogError::DiskFull {
+                dir: dir.to_path_buf(),
+                source,
+            }
+        } else {
+            LogError::Io {
+                dir: dir.to_path_buf(),
+                during,
+                source,
+            }
+        }
+    }
+
+    /// A copy for handing the same failure to several waiters (io::Error is not Clone).
+    pub fn duplicate(&self) -> LogError {
+        let copy_io = |e: &io::Error| io::Error::new(e.kind(), e.to_string());
+        match self {
+            LogError::InvalidBatch { position, source } => LogError::InvalidBatch {
+                position: *position,
+                source: source.clone(),
+            },
+            LogError::EmptyAppend => LogError::EmptyAppend,
+            LogError::BatchTooLarge { size, max } => LogError::BatchTooLarge {
+                size: *size,
+                max: *max,
+            },
+            LogError::OffsetOutOfRange {
+                offset,
+                log_start,
+                log_end,
+            } => LogError::OffsetOutOfRange {
+                offset: *offset,
+                log_start: *log_start,
+                log_end: *log_end,
+            },
+            LogError::DiskFull { dir, source } => LogError::DiskFull {
+                dir: dir.clone(),
+                source: copy_io(source),
+            },
+            LogError::Io {
+                dir,
+                during,
+                source,
+            } => LogError::Io {
+                dir: dir.clone(),
+                during,
+                source: copy_io(source),
+            },
+            LogError::Closed(dir) => LogError::Closed(dir.clone()),
+            LogError::Unrecoverable { path, reason } => LogError::Unrecoverable {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+        }
+    }
+}

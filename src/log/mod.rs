@@ -1,0 +1,35 @@
+//! The partition log: Kafka's on-disk layout, written through io_uring.
+//!
+//! A partition directory (`<topic>-<partition>`) holds segments named by their base offset
+//! (20 digits): `.log` (record batches exactly as produced, offsets assigned), `.index`
+//! (sparse offset → position) and `.timeindex` (timestamp → offset), plus a checkpoint and,
+//! after a clean shutdown, a marker.
+//!
+//! - [`partition_log`]: the log itself (append, read, roll, retention, truncate, flush, close)
+//! - [`commit`]: group commit, the one task that writes staged appends
+//! - [`recovery`]: loading and repairing after a crash
+//! - [`segment`], [`offset_index`], [`time_index`], [`checkpoint`]: the on-disk pieces
+//! - [`policy`]: roll, retention and flush decisions as pure functions
+//! - [`scan`]: walking batch headers in a buffer or a file
+pub mod checkpoint;
+mod commit;
+pub mod dump;
+pub mod config;
+pub mod error;
+pub mod offset_index;
+pub mod partition_log;
+pub mod policy;
+pub mod recovery;
+pub mod scan;
+pub mod segment;
+pub mod time_index;
+
+pub use config::LogConfig;
+pub use error::LogError;
+pub use partition_log::{AppendInfo, AppendOptions, Log, LogOffsets, ReadResult, RetentionOutcome};
+pub use recovery::RecoveryReport;
+
+/// The directory name Kafka gives a partition: `<topic>-<partition>`.
+pub fn partition_dir_name(topic: &str, partition: i32) -> String {
+    format!("{topic}-{partition}")
+}

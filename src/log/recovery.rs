@@ -1,0 +1,348 @@
+//! Loading a partition log from disk, and repairing it after an unclean stop.
+//!
+//! After a clean shutdown (the marker is present) segments are trusted: their indexes are
+//! loaded and only the short tail after the last index entry of each segment is read to find
+//! the segment's end. After a crash, segments wholly below the checkpointed recovery point are
+//! trusted the same way; the segment holding the recovery point and every later one are
+//! scanned batch by batch with their CRCs, their indexes are rebuilt, and the log is cut at the
+//! first invalid or torn batch (DMA writers and crashes leave zeros and half batches at the
+//! tail). Everything after a cut is removed, and the cut is logged.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use super::checkpoint::{self, Checkpoint};
+use super::config::LogConfig;
+use super::error::LogError;
+use super::offset_index::{OffsetIndex, OFFSET_INDEX_ENTRY_LEN};
+use super::scan::{scan_file, ScanEnd};
+use super::segment::{parse_log_file_name, Segment, SegmentFiles, SegmentPaths};
+use super::time_index::{TimeIndex, TIME_INDEX_ENTRY_LEN};
+use crate::runtime;
+
+/// What loading found and did. Logged at startup and kept by the log for inspection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The clean-shutdown marker was present.
+    pub clean_shutdown: bool,
+    pub segments: usize,
+    /// Segments read batch by batch (CRC-checked) rather than trusted.
+    pub scanned_segments: usize,
+    /// Bytes read by all scans, tails included.
+    pub scanned_bytes: u64,
+    /// Segments whose index files were missing or corrupt and were rebuilt.
+    pub rebuilt_indexes: Vec<i64>,
+    /// Where the log was cut, if it was: (segment base offset, byte position, reason).
+    pub truncated_at: Option<(i64, u64, String)>,
+    /// Bytes removed by the cut (the rest of that segment and all later segments).
+    pub truncated_bytes: u64,
+    /// Later segments removed because of the cut.
+    pub removed_segments: Vec<i64>,
+}
+
+pub(super) struct Loaded {
+    pub segments: Vec<Segment>,
+    pub checkpoint: Option<Checkpoint>,
+    pub report: RecoveryReport,
+}
+
+/// Loads (and if needed repairs) the log in `dir`, creating the directory if it is missing.
+pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<Loaded, LogError> {
+    let io = |during: &'static str| move |e: std::io::Error| LogError::from_io(dir, during, e);
+    std::fs::create_dir_all(dir).map_err(io("creating the log directory"))?;
+    let checkpoint = checkpoint::read_checkpoint(dir)
+        .await
+        .map_err(io("reading the checkpoint"))?;
+    let clean = checkpoint::clean_shutdown_path(dir).exists();
+    let bases = list_segments(dir).map_err(io("listing segments"))?;
+
+    let recovery_point = match (clean, checkpoint) {
+        (true, _) => i64::MAX,
+        (false, Some(c)) => c.recovery_point,
+        (false, None) => 0,
+    };
+    let mut report = RecoveryReport {
+        clean_shutdown: clean,
+        ..RecoveryReport::default()
+    };
+    let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
+    for (i, &base) in bases.iter().enumerate() {
+        let paths = SegmentPaths::new(dir, base);
+        let files = Rc::new(
+            SegmentFiles::open(&paths)
+                .await
+                .map_err(io("opening a segment"))?,
+        );
+        let mut segment = Segment::new(base, file_mtime_ms(&paths.log).unwrap_or(now_ms));
+        let expected_base = segments.last().map(|s| s.next_offset);
+        let trusted = bases.get(i + 1).is_some_and(|next| *next <= recovery_point) || clean;
+        let cut = if trusted {
+            load_trusted(dir, &mut segment, &files, config, &mut report).await?
+        } else {
+            None
+        };
+        let cut = match cut {
+            Some(c) => Some(c),
+            None if trusted => None,
+            None => scan_and_rebuild(dir, &mut segment, &files, config, &mut report).await?,
+        };
+        if let Some(prev_end) = expected_base {
+            if base < prev_end {
+                return Err(LogError::Unrecoverable {
+                    path: paths.log.clone(),
+                    reason: format!(
+                        "segment starts at offset {base}, before the previous segment ends ({prev_end})"
+                    ),
+                });
+            }
+        }
+        segment.files = Some(Rc::clone(&files));
+        segment.sealed = true;
+        segment.seal_synced = true;
+        segment.mark_all_written();
+        segments.push(segment);
+        if let Some((position, reason)) = cut {
+            let file_len = files.log.size().await.map_err(io("sizing a segment"))?;
+            report.truncated_bytes += file_len.saturating_sub(position);
+            files
+                .log
+                .truncate(position)
+                .await
+                .map_err(io("truncating a corrupt segment"))?;
+            files.log.fdatasync().await.map_err(io("syncing"))?;
+            report.truncated_at = Some((base, position, reason));
+            for &later in &bases[i + 1..] {
+                let later_paths = SegmentPaths::new(dir, later);
+                report.truncated_bytes += std::fs::metadata(&later_paths.log)
+                    .map(|m| m.len())
+                    .unwrap_or(0);
+                remove_segment_files(&later_paths)
+                    .await
+                    .map_err(io("removing segments after a cut"))?;
+                report.removed_segments.push(later);
+            }
+            break;
+        }
+    }
+    if let Some(last) = segments.last_mut() {
+        last.sealed = false;
+        last.seal_synced = false;
+        if !last.is_empty() {
+            last.rolling_base_ms = Some(now_ms);
+        }
+    }
+    report.segments = segments.len();
+    if let Some((base, position, reason)) = &report.truncated_at {
+        tracing::warn!(
+            dir = %dir.display(),
+            segment = base,
+            position,
+            reason = %reason,
+            truncated_bytes = report.truncated_bytes,
+            removed_segments = ?report.removed_segments,
+            "log truncated during recovery"
+        );
+    }
+    checkpoint::clear_clean_shutdown(dir)
+        .await
+        .map_err(io("removing the clean-shutdown marker"))?;
+    Ok(Loaded {
+        segments,
+        checkpoint,
+        report,
+    })
+}
+
+/// Base offsets of the `.log` files in `dir`, ascending. Index files whose log is gone are
+/// deleted; so are leftover temporary files.
+fn list_segments(dir: &Path) -> std::io::Result<Vec<i64>> {
+    let mut bases = Vec::new();
+    let mut others = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(base) = parse_log_file_name(&name) {
+            bases.push(base);
+        } else {
+            others.push(name);
+        }
+    }
+    bases.sort_unstable();
+    for name in others {
+        let orphan_index = [".index", ".timeindex"].iter().any(|suffix| {
+            name.strip_suffix(suffix)
+                .and_then(|stem| parse_log_file_name(&format!("{stem}.log")))
+                .is_some_and(|base| bases.binary_search(&base).is_err())
+        });
+        if orphan_index || name.ends_with(".tmp") {
+            std::fs::remove_file(dir.join(&name))?;
+        }
+    }
+    Ok(bases)
+}
+
+fn file_mtime_ms(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let d = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(d.as_millis() as i64)
+}
+
+/// Where to cut a segment and why.
+type Cut = Option<(u64, String)>;
+
+/// Loads a trusted segment from its index files plus a scan of the tail after the last index
+/// entry. Falls back to a full scan (returning its cut) when the indexes are unusable or the
+/// tail is not clean.
+async fn load_trusted(
+    dir: &Path,
+    segment: &mut Segment,
+    files: &SegmentFiles,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<Cut, LogError> {
+    let io = |e| LogError::from_io(dir, "loading an index", e);
+    let log_len = files.log.size().await.map_err(io)?;
+    let index_len = files.index.size().await.map_err(io)? as usize;
+    let time_len = files.time_index.size().await.map_err(io)? as usize;
+    let index_bytes = files.index.read_at(0, index_len).await.map_err(io)?;
+    let time_bytes = files.time_index.read_at(0, time_len).await.map_err(io)?;
+    let indexes = OffsetIndex::decode(&index_bytes, log_len.max(1))
+        .ok()
+        .zip(TimeIndex::decode(&time_bytes, u32::MAX).ok());
+    let missing_index = index_len == 0 && log_len > u64::from(config.index_interval_bytes) * 2;
+    let Some((offset_index, time_index)) = indexes.filter(|_| !missing_index) else {
+        report.rebuilt_indexes.push(segment.base_offset);
+        return scan_and_rebuild(dir, segment, files, config, report).await;
+    };
+
+    let start = offset_index
+        .last()
+        .map(|e| u64::from(e.position))
+        .unwrap_or(0);
+    let mut tail = Segment::new(segment.base_offset, segment.last_modified_ms);
+    let mut expected = None;
+    let mut first_last_offset = None;
+    let scan = scan_file(&files.log, start, log_len, true, |pos, header| {
+        if expected.is_some_and(|e: i64| header.base_offset < e) {
+            return false;
+        }
+        expected = Some(header.next_offset());
+        first_last_offset.get_or_insert(header.last_offset());
+        tail.record_batch(pos, header, u32::MAX);
+        true
+    })
+    .await
+    .map_err(io)?;
+    report.scanned_bytes += log_len - start;
+    let tail_ok = scan.end == ScanEnd::Clean && scan.valid_end == log_len;
+    // The last index entry names the last offset of the batch at its position.
+    let index_consistent = match offset_index.last() {
+        Some(e) => first_last_offset == Some(segment.base_offset + i64::from(e.relative_offset)),
+        None => true,
+    };
+    let time_consistent = time_index
+        .last()
+        .map(|e| i64::from(e.relative_offset) + segment.base_offset < tail.next_offset.max(1))
+        .unwrap_or(true);
+    if !(tail_ok && index_consistent && time_consistent) {
+        report.rebuilt_indexes.push(segment.base_offset);
+        return scan_and_rebuild(dir, segment, files, config, report).await;
+    }
+    segment.size = log_len;
+    segment.next_offset = if tail.size > 0 {
+        tail.next_offset
+    } else {
+        segment.base_offset
+    };
+    let from_time_index = time_index.last();
+    segment.offset_index = offset_index;
+    segment.time_index = time_index;
+    segment.bytes_since_index_entry = log_len - start;
+    if let Some(e) = from_time_index {
+        segment.max_timestamp = e.timestamp;
+        segment.offset_of_max_timestamp = segment.base_offset + i64::from(e.relative_offset);
+    }
+    if tail.max_timestamp > segment.max_timestamp {
+        segment.max_timestamp = tail.max_timestamp;
+        segment.offset_of_max_timestamp = tail.offset_of_max_timestamp;
+    }
+    Ok(None)
+}
+
+/// Reads a whole segment, checking every batch's CRC and offsets, rebuilds its indexes and
+/// rewrites the index files. Returns where the valid data ends if it ends before the file.
+async fn scan_and_rebuild(
+    dir: &Path,
+    segment: &mut Segment,
+    files: &SegmentFiles,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<Cut, LogError> {
+    let io = |e| LogError::from_io(dir, "scanning a segment", e);
+    let log_len = files.log.size().await.map_err(io)?;
+    let base = segment.base_offset;
+    let mut rebuilt = Segment::new(base, segment.last_modified_ms);
+    let mut expected = base;
+    let scan = scan_file(&files.log, 0, log_len, true, |pos, header| {
+        if header.base_offset < expected {
+            return false;
+        }
+        expected = header.next_offset();
+        rebuilt.record_batch(pos, header, config.index_interval_bytes);
+        true
+    })
+    .await
+    .map_err(io)?;
+    report.scanned_segments += 1;
+    report.scanned_bytes += log_len;
+
+    rebuilt.size = scan.valid_end;
+    rebuilt.files = None;
+    *segment = rebuilt;
+    write_index_files(segment, files).await.map_err(io)?;
+    files.log.fdatasync().await.map_err(io)?;
+    Ok(match scan.end {
+        ScanEnd::Clean if scan.valid_end == log_len => None,
+        ScanEnd::Clean => Some((scan.valid_end, "unreadable bytes at the end".to_string())),
+        ScanEnd::Torn { position } => Some((position, "torn batch at the end".to_string())),
+        ScanEnd::Invalid { position, error } => Some((position, format!("invalid batch: {error}"))),
+        ScanEnd::OutOfOrder { position } => {
+            Some((position, "batch offsets go backwards".to_string()))
+        }
+    })
+}
+
+/// Rewrites both index files from the in-memory indexes and syncs them.
+pub(super) async fn write_index_files(
+    segment: &mut Segment,
+    files: &SegmentFiles,
+) -> std::io::Result<()> {
+    let index = segment.offset_index.encode_all();
+    let time = segment.time_index.encode_all();
+    files.index.truncate(0).await?;
+    files.time_index.truncate(0).await?;
+    files.index.write_all_at(index, 0).await?;
+    files.time_index.write_all_at(time, 0).await?;
+    files.index.fdatasync().await?;
+    files.time_index.fdatasync().await?;
+    segment
+        .offset_index
+        .mark_persisted(segment.offset_index.len());
+    segment.time_index.mark_persisted(segment.time_index.len());
+    debug_assert_eq!(
+        files.index.size().await.unwrap_or(0) as usize,
+        segment.offset_index.len() * OFFSET_INDEX_ENTRY_LEN
+    );
+    debug_assert_eq!(
+        files.time_index.size().await.unwrap_or(0) as usize,
+        segment.time_index.len() * TIME_INDEX_ENTRY_LEN
+    );
+    Ok(())
+}
+
+/// Deletes a segment's three files.
+pub(super) async fn remove_segment_files(paths: &SegmentPaths) -> std::io::Result<()> {
+    runtime::remove_file(&paths.log).await?;
+    runtime::remove_file(&paths.index).await?;
+    runtime::remove_file(&paths.time_index).await
+}

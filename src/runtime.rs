@@ -1,0 +1,345 @@
+//! The runtime: the only module that imports glommio.
+//!
+//! Everything else in ringbroker reads as plain single-threaded async Rust: it spawns tasks,
+//! sleeps, talks to other shards through [`ShardContext`] and does file I/O through [`File`]. If
+//! the runtime is ever swapped (tokio-uring, monoio), this file is what changes.
+//!
+//! Shards: one glommio `LocalExecutor` per shard, each with its own io_uring. Serving pins one
+//! shard per core; tests run unpinned because the CI machine has only two cores and several
+//! brokers may run at once.
+//!
+//! Memory: glommio registers `io_memory` bytes per executor with io_uring, which counts against
+//! `RLIMIT_MEMLOCK` (8 MiB on the machines we run on, shared by every executor of the user), so
+//! the default here is small. Our file I/O is buffered (page cache), so the registered pool is
+//! only used by glommio internals.
+
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+use glommio::channels::channel_mesh::{MeshBuilder, Receivers, Senders};
+use glommio::io::{BufferedFile, OpenOptions};
+use glommio::{LocalExecutorBuilder, LocalExecutorPoolBuilder, Placement, PoolPlacement};
+
+/// Registered I/O memory per executor. glommio needs at least 64 KiB; 512 KiB leaves room for
+/// sixteen executors under an 8 MiB memlock limit.
+pub const DEFAULT_IO_MEMORY: usize = 512 * 1024;
+
+/// Errors starting or joining shards.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(
+        "could not start the shard executors: {0} (is `ulimit -l` at least 512 KiB per shard?)"
+    )]
+    Start(io::Error),
+    #[error("shard {shard} stopped abnormally: {reason}")]
+    ShardFailed { shard: usize, reason: String },
+    #[error("shard {shard} could not join the channel mesh")]
+    MeshJoin { shard: usize },
+}
+
+/// A message could not be delivered to another shard.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SendError {
+    #[error("shard {shard} is not reachable through the channel mesh")]
+    Unreachable { shard: usize },
+}
+
+/// How to start the shards.
+#[derive(Debug, Clone)]
+pub struct ShardsConfig {
+    /// Number of shards (executors). At least 1.
+    pub shards: usize,
+    /// Pin shard i to CPU i (serving and benches) or let the OS place threads (tests).
+    pub pin: bool,
+    /// io_uring registered memory per executor, bytes.
+    pub io_memory: usize,
+    /// Capacity of each shard-to-shard channel, in messages. A full channel makes the sender
+    /// wait: that is the backpressure between shards.
+    pub mesh_capacity: usize,
+    /// Thread name prefix.
+    pub name: String,
+}
+
+impl ShardsConfig {
+    pub fn unpinned(shards: usize) -> Self {
+        ShardsConfig {
+            shards: shards.max(1),
+            pin: false,
+            io_memory: DEFAULT_IO_MEMORY,
+            mesh_capacity: 1024,
+            name: "ringbroker-shard".to_string(),
+        }
+    }
+
+    pub fn pinned(shards: usize) -> Self {
+        ShardsConfig {
+            pin: true,
+            ..ShardsConfig::unpinned(shards)
+        }
+    }
+}
+
+/// What a shard knows about itself and how it reaches the others.
+///
+/// Owned by one shard. Messages to other shards go through glommio's channel mesh; a shard
+/// never sends to itself through the mesh (it calls its own code directly).
+pub struct ShardContext<M: Send + 'static> {
+    id: usize,
+    count: usize,
+    senders: Senders<M>,
+    receivers: Receivers<M>,
+}
+
+impl<M: Send + 'static> ShardContext<M> {
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Sends `msg` to shard `to`, waiting while that channel is full. Fails if the peer has
+    /// stopped or `to` is this shard.
+    pub async fn send_to(&self, to: usize, msg: M) -> Result<(), SendError> {
+        if to == self.id || to >= self.count {
+            return Err(SendError::Unreachable { shard: to });
+        }
+        self.senders
+            .send_to(to, msg)
+            .await
+            .map_err(|_| SendError::Unreachable { shard: to })
+    }
+
+    /// Takes the inbound channels, one per peer shard. Call once; each [`Inbox`] is usually
+    /// drained by its own task.
+    pub fn take_inboxes(&mut self) -> Vec<Inbox<M>> {
+        self.receivers
+            .streams()
+            .into_iter()
+            .map(|(from, receiver)| Inbox { from, receiver })
+            .collect()
+    }
+}
+
+/// Messages from one peer shard.
+pub struct Inbox<M: Send + 'static> {
+    from: usize,
+    receiver: glommio::channels::shared_channel::ConnectedReceiver<M>,
+}
+
+impl<M: Send + 'static> Inbox<M> {
+    /// The shard these messages come from.
+    pub fn from(&self) -> usize {
+        self.from
+    }
+
+    /// The next message, or `None` once the peer has stopped.
+    pub async fn recv(&self) -> Option<M> {
+        self.receiver.recv().await
+    }
+}
+
+/// Starts `config.shards` executors joined by a full channel mesh, runs `shard_main` on each
+/// and waits for all of them. Returns each shard's result in shard order.
+pub fn run_shards<M, G, F, T>(config: &ShardsConfig, shard_main: G) -> Result<Vec<T>, RuntimeError>
+where
+    M: Send + 'static,
+    G: FnOnce(ShardContext<M>) -> F + Clone + Send + 'static,
+    F: Future<Output = T> + 'static,
+    T: Send + 'static,
+{
+    let count = config.shards.max(1);
+    let placement = if config.pin {
+        PoolPlacement::MaxSpread(count, None)
+    } else {
+        PoolPlacement::Unbound(count)
+    };
+    let mesh: MeshBuilder<M, _> = MeshBuilder::full(count, config.mesh_capacity.max(1));
+    let handles = LocalExecutorPoolBuilder::new(placement)
+        .name(&config.name)
+        .io_memory(config.io_memory)
+        .on_all_shards(move || async move {
+            let (senders, receivers) = mesh.join().await.map_err(|_| ())?;
+            let ctx = ShardContext {
+                id: senders.peer_id(),
+                count,
+                senders,
+                receivers,
+            };
+            let id = ctx.id;
+            Ok::<(usize, T), ()>((id, shard_main(ctx).await))
+        })
+        .map_err(|e| RuntimeError::Start(e.into()))?;
+    let mut results: Vec<Option<T>> = (0..count).map(|_| None).collect();
+    for (index, joined) in handles.join_all().into_iter().enumerate() {
+        match joined {
+            Ok(Ok((id, value))) => results[id.min(count - 1)] = Some(value),
+            Ok(Err(())) => return Err(RuntimeError::MeshJoin { shard: index }),
+            Err(e) => {
+                return Err(RuntimeError::ShardFailed {
+                    shard: index,
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(shard, r)| {
+            r.ok_or(RuntimeError::ShardFailed {
+                shard,
+                reason: "no result".to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Runs one future on a fresh, unpinned executor in the current thread. For tools and tests.
+pub fn block_on<T>(future: impl Future<Output = T>) -> Result<T, RuntimeError> {
+    let executor = LocalExecutorBuilder::new(Placement::Unbound)
+        .io_memory(DEFAULT_IO_MEMORY)
+        .make()
+        .map_err(|e| RuntimeError::Start(e.into()))?;
+    Ok(executor.run(future))
+}
+
+/// A task handle: awaiting it yields the task's output; dropping it cancels the task.
+pub type Task<T> = glommio::Task<T>;
+
+/// Spawns a task on the current shard.
+pub fn spawn<T: 'static>(future: impl Future<Output = T> + 'static) -> Task<T> {
+    glommio::spawn_local(future)
+}
+
+/// Spawns a task on the current shard that runs to completion on its own.
+pub fn spawn_detached(future: impl Future<Output = ()> + 'static) {
+    glommio::spawn_local(future).detach();
+}
+
+/// Waits for `duration` on the current shard's timer wheel.
+pub async fn sleep(duration: Duration) {
+    glommio::timer::sleep(duration).await;
+}
+
+/// Lets other tasks on this shard run if this one has used its time slice.
+pub async fn yield_if_needed() {
+    glommio::yield_if_needed().await;
+}
+
+/// Wall-clock milliseconds since the Unix epoch, as Kafka timestamps are.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A file read and written through io_uring, with the page cache (buffered I/O).
+///
+/// Buffered rather than O_DIRECT: the tail of a log is read back by consumers moments after it
+/// is written, and the page cache serves those reads from memory; appends are sequential, so
+/// the kernel's write-back is as good as our own buffering, and `fdatasync` gives durability.
+pub struct File {
+    inner: BufferedFile,
+}
+
+impl File {
+    /// Opens `path` for reading and writing, creating it if it is missing.
+    pub async fn open_or_create(path: &Path) -> io::Result<File> {
+        let inner = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .buffered_open(path)
+            .await?;
+        Ok(File { inner })
+    }
+
+    /// Opens an existing file for reading and writing.
+    pub async fn open_existing(path: &Path) -> io::Result<File> {
+        let inner = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .buffered_open(path)
+            .await?;
+        Ok(File { inner })
+    }
+
+    /// Writes all of `data` at `pos`. A short write (the device ran out of space part way) is
+    /// an error of kind `StorageFull`: the caller truncates back to what it knows is valid.
+    pub async fn write_all_at(&self, data: Vec<u8>, pos: u64) -> io::Result<()> {
+        let len = data.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let written = self.inner.write_at(data, pos).await?;
+        if written < len {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!("short write: {written} of {len} bytes at position {pos}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads up to `len` bytes at `pos`; fewer at the end of the file.
+    pub async fn read_at(&self, pos: u64, len: usize) -> io::Result<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let result = self.inner.read_at(pos, len).await?;
+        Ok(result.to_vec())
+    }
+
+    pub async fn fdatasync(&self) -> io::Result<()> {
+        self.inner.fdatasync().await?;
+        Ok(())
+    }
+
+    pub async fn truncate(&self, size: u64) -> io::Result<()> {
+        self.inner.truncate(size).await?;
+        Ok(())
+    }
+
+    pub async fn size(&self) -> io::Result<u64> {
+        Ok(self.inner.file_size().await?)
+    }
+
+    pub async fn close(self) -> io::Result<()> {
+        self.inner.close().await?;
+        Ok(())
+    }
+}
+
+/// Removes a file; a file that is already gone is not an error.
+pub async fn remove_file(path: &Path) -> io::Result<()> {
+    match glommio::io::remove(path).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let e: io::Error = e.into();
+            if e.kind() == io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Renames a file (atomically replacing `to`).
+pub async fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    glommio::io::rename(from, to).await?;
+    Ok(())
+}
+
+/// Makes a directory's entries (files created, renamed or removed in it) durable.
+pub async fn sync_dir(path: &Path) -> io::Result<()> {
+    let dir = glommio::io::Directory::open(path).await?;
+    dir.sync().await?;
+    dir.close().await?;
+    Ok(())
+}

@@ -1,0 +1,2 @@
+//! Small building blocks that are not about Kafka.
+pub mod local_oneshot;
