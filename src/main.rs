@@ -6,7 +6,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "ringbroker", version, about = "A Kafka-compatible streaming broker, thread-per-core on io_uring")]
+#[command(
+    name = "ringbroker",
+    version,
+    about = "A Kafka-compatible streaming broker, thread-per-core on io_uring"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -15,7 +15,6 @@ use std::rc::Rc;
 
 use super::error::LogError;
 use super::partition_log::{AppendWaiter, LogInner, LogState, PendingWrite};
-use super::policy;
 use super::recovery::remove_segment_files;
 use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
 use crate::runtime;
@@ -46,8 +45,7 @@ pub(super) async fn run(inner: Rc<LogInner>) {
     loop {
         let flight = {
             let mut st = inner.state.borrow_mut();
-            let now = (inner.clock)();
-            match take_flight(&mut st, now) {
+            match take_flight(&mut st) {
                 Some(f) => f,
                 None => {
                     st.committing = false;
@@ -58,10 +56,11 @@ pub(super) async fn run(inner: Rc<LogInner>) {
         };
         let end_offset = flight.end_offset;
         let sync = flight.sync;
+        inner.state.borrow_mut().stats.flights += 1;
         let mut waiters = Vec::new();
         let result = execute(&inner, flight, &mut waiters).await;
         match result {
-            Ok(marks) => {
+            Ok((marks, fsyncs)) => {
                 let mut st = inner.state.borrow_mut();
                 for (base, mark, index_len, time_len, sealed) in marks {
                     if let Some(seg) = st.segment_mut(base) {
@@ -74,6 +73,7 @@ pub(super) async fn run(inner: Rc<LogInner>) {
                     }
                 }
                 st.written_end = st.written_end.max(end_offset);
+                st.stats.fsyncs += fsyncs;
                 if sync {
                     st.recovery_point = st.recovery_point.max(end_offset);
                 }
@@ -84,6 +84,7 @@ pub(super) async fn run(inner: Rc<LogInner>) {
             }
             Err(error) => {
                 tracing::error!(dir = %inner.dir.display(), %error, "log write failed; rolling back to the last good state");
+                inner.state.borrow_mut().stats.failed_flights += 1;
                 let pending = {
                     let mut st = inner.state.borrow_mut();
                     st.pending.clear();
@@ -106,14 +107,11 @@ pub(super) async fn run(inner: Rc<LogInner>) {
     }
 }
 
-fn take_flight(st: &mut LogState, now_ms: i64) -> Option<Flight> {
+/// Takes everything staged. `flush.messages` is checked here, on every flight; `flush.ms` is
+/// the shard timer's job (`Log::flush_if_due`), as Kafka's periodic flusher does.
+fn take_flight(st: &mut LogState) -> Option<Flight> {
     let durable_waiter = st.waiters.iter().any(|w| w.durable);
-    let policy_flush = policy::flush_due(
-        &st.config,
-        st.unflushed_records,
-        st.oldest_unflushed_ms,
-        now_ms,
-    );
+    let policy_flush = st.unflushed_records > 0 && st.unflushed_records >= st.config.flush_messages;
     let unsynced_seal = st.segments.iter().any(|s| s.sealed && !s.seal_synced);
     if st.pending.is_empty() && st.waiters.is_empty() && !unsynced_seal {
         return None;
@@ -161,7 +159,7 @@ async fn execute(
     inner: &LogInner,
     flight: Flight,
     waiters_out: &mut Vec<AppendWaiter>,
-) -> Result<Written, LogError> {
+) -> Result<(Written, u64), LogError> {
     let dir: &Path = &inner.dir;
     let Flight {
         writes,
@@ -206,6 +204,7 @@ async fn execute(
             .map_err(err("appending to a segment"))?;
     }
     let mut written = Vec::with_capacity(segments.len());
+    let mut fsyncs = 0;
     for seg in segments.iter_mut() {
         let Some(files) = seg.files.clone() else {
             continue;
@@ -225,6 +224,7 @@ async fn execute(
                 .map_err(err("writing a time index"))?;
         }
         if seg.seal {
+            fsyncs += 3;
             files
                 .log
                 .fdatasync()
@@ -241,6 +241,7 @@ async fn execute(
                 .await
                 .map_err(err("syncing a time index"))?;
         } else if sync {
+            fsyncs += 1;
             files
                 .log
                 .fdatasync()
@@ -260,7 +261,7 @@ async fn execute(
             .await
             .map_err(err("syncing the log directory"))?;
     }
-    Ok(written)
+    Ok((written, fsyncs))
 }
 
 /// Restores the log to its last successful write: in memory first (synchronously, so appends

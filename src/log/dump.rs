@@ -55,7 +55,9 @@ pub fn dump_dir(dir: &Path, batches: bool, out: &mut dyn Write) -> io::Result<Du
                 }
                 Scanned::End => break None,
                 Scanned::Incomplete { position, needed } => {
-                    break Some(format!("torn batch at position {position} (needs {needed} bytes)"))
+                    break Some(format!(
+                        "torn batch at position {position} (needs {needed} bytes)"
+                    ))
                 }
                 Scanned::Invalid { position, error } => {
                     break Some(format!("invalid data at position {position}: {error}"))
@@ -68,7 +70,10 @@ pub fn dump_dir(dir: &Path, batches: bool, out: &mut dyn Write) -> io::Result<Du
             data.len(),
             first.map_or("-".to_string(), |f| f.to_string()),
             last.map_or("-".to_string(), |l| l.to_string()),
-            problem.as_deref().map(|p| format!(" ERROR {p}")).unwrap_or_default()
+            problem
+                .as_deref()
+                .map(|p| format!(" ERROR {p}"))
+                .unwrap_or_default()
         )?;
         summary.segments += 1;
         summary.batches += n;

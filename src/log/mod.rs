@@ -13,8 +13,8 @@
 //! - [`scan`]: walking batch headers in a buffer or a file
 pub mod checkpoint;
 mod commit;
-pub mod dump;
 pub mod config;
+pub mod dump;
 pub mod error;
 pub mod offset_index;
 pub mod partition_log;
@@ -26,7 +26,9 @@ pub mod time_index;
 
 pub use config::LogConfig;
 pub use error::LogError;
-pub use partition_log::{AppendInfo, AppendOptions, Log, LogOffsets, ReadResult, RetentionOutcome};
+pub use partition_log::{
+    AppendInfo, AppendOptions, Log, LogOffsets, LogStats, ReadResult, RetentionOutcome,
+};
 pub use recovery::RecoveryReport;
 
 /// The directory name Kafka gives a partition: `<topic>-<partition>`.

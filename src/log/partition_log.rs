@@ -71,6 +71,19 @@ pub struct LogOffsets {
     pub size_bytes: u64,
 }
 
+/// Counters of the log's write path (for metrics, and to see group commit at work).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogStats {
+    /// Append calls that succeeded.
+    pub appends: u64,
+    /// Group-commit flights (each: one write per segment touched).
+    pub flights: u64,
+    /// fdatasync calls on segment files.
+    pub fsyncs: u64,
+    /// Flights that failed and were rolled back.
+    pub failed_flights: u64,
+}
+
 /// What retention did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RetentionOutcome {
@@ -108,6 +121,7 @@ pub(super) struct LogState {
     pub exclusive: bool,
     pub idle_waiters: Vec<local_oneshot::Sender<()>>,
     pub closed: bool,
+    pub stats: LogStats,
 }
 
 impl LogState {
@@ -219,6 +233,7 @@ impl Log {
             exclusive: false,
             idle_waiters: Vec::new(),
             closed: false,
+            stats: LogStats::default(),
         };
         let log = Log {
             inner: Rc::new(LogInner {
@@ -263,6 +278,10 @@ impl Log {
             segments: st.segments.len(),
             size_bytes: st.size_bytes(),
         }
+    }
+
+    pub fn stats(&self) -> LogStats {
+        self.inner.state.borrow().stats
     }
 
     /// Base offsets of the segments, oldest first.
@@ -320,7 +339,10 @@ impl Log {
             runtime::spawn_detached(commit::run(Rc::clone(&self.inner)));
         }
         match rx.await {
-            Some(Ok(())) => Ok(info),
+            Some(Ok(())) => {
+                self.inner.state.borrow_mut().stats.appends += 1;
+                Ok(info)
+            }
             Some(Err(e)) => Err(e),
             None => Err(LogError::Closed(self.inner.dir.clone())),
         }
