@@ -343,3 +343,59 @@ pub async fn sync_dir(path: &Path) -> io::Result<()> {
     dir.close().await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_exchange_messages_over_the_mesh() {
+        let config = ShardsConfig::unpinned(3);
+        let results = run_shards(&config, |mut ctx: ShardContext<(usize, u64)>| async move {
+            let inboxes = ctx.take_inboxes();
+            assert_eq!(inboxes.len(), ctx.count() - 1);
+            for to in 0..ctx.count() {
+                if to != ctx.id() {
+                    ctx.send_to(to, (ctx.id(), 10 * ctx.id() as u64))
+                        .await
+                        .expect("peer is up");
+                }
+            }
+            assert!(ctx.send_to(ctx.id(), (0, 0)).await.is_err(), "no self-sends");
+            let mut got = Vec::new();
+            for inbox in &inboxes {
+                let (from, value) = inbox.recv().await.expect("a message");
+                assert_eq!(from, inbox.from());
+                got.push(value);
+            }
+            got.sort();
+            (ctx.id(), got)
+        })
+        .expect("shards run");
+        assert_eq!(results.len(), 3);
+        for (i, (id, got)) in results.iter().enumerate() {
+            assert_eq!(*id, i, "results come back in shard order");
+            let expected: Vec<u64> = (0..3).filter(|&j| j != i).map(|j| 10 * j as u64).collect();
+            assert_eq!(got, &expected);
+        }
+    }
+
+    #[test]
+    fn files_write_read_truncate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        block_on(async {
+            let f = File::open_or_create(&path).await.expect("create");
+            f.write_all_at(b"hello world".to_vec(), 0).await.expect("write");
+            f.fdatasync().await.expect("sync");
+            assert_eq!(f.read_at(6, 100).await.expect("read"), b"world");
+            f.truncate(5).await.expect("truncate");
+            assert_eq!(f.size().await.expect("size"), 5);
+            f.close().await.expect("close");
+            sync_dir(dir.path()).await.expect("sync dir");
+            remove_file(&path).await.expect("remove");
+            remove_file(&path).await.expect("removing twice is fine");
+        })
+        .expect("executor");
+    }
+}

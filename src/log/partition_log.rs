@@ -884,12 +884,8 @@ fn stage(
             st.active_mut().seal();
             st.segments.push(Segment::new(base_offset, now));
         }
-        let mut bytes = records[position_in_request..position_in_request + len].to_vec();
+        let source = &records[position_in_request..position_in_request + len];
         position_in_request += len;
-        record_batch::set_base_offset(&mut bytes, base_offset);
-        if log_append_time {
-            record_batch::set_log_append_time(&mut bytes, now);
-        }
         let stored = BatchHeader {
             base_offset,
             max_timestamp: if log_append_time {
@@ -906,18 +902,26 @@ fn stage(
         active.last_modified_ms = now;
         let segment_base = active.base_offset;
         record_count += header.record_count.max(0) as u64;
-        match st.pending.last_mut() {
-            Some(last)
-                if last.segment_base == segment_base
-                    && last.position + last.data.len() as u64 == position =>
-            {
-                last.data.extend_from_slice(&bytes);
-            }
-            _ => st.pending.push(PendingWrite {
+        // Copy the batch once, into the write buffer it goes out with, then patch it there.
+        let contiguous = st.pending.last().is_some_and(|last| {
+            last.segment_base == segment_base && last.position + last.data.len() as u64 == position
+        });
+        if !contiguous {
+            st.pending.push(PendingWrite {
                 segment_base,
                 position,
-                data: bytes,
-            }),
+                data: Vec::with_capacity(len),
+            });
+        }
+        let Some(write) = st.pending.last_mut() else {
+            continue;
+        };
+        let at = write.data.len();
+        write.data.extend_from_slice(source);
+        let stored_bytes = &mut write.data[at..];
+        record_batch::set_base_offset(stored_bytes, base_offset);
+        if log_append_time {
+            record_batch::set_log_append_time(stored_bytes, now);
         }
     }
     st.unflushed_records += record_count;
