@@ -53,7 +53,7 @@ fn main() -> ExitCode {
                 Ok(summary) if summary.invalid_batches == 0 => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::from(1),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: cannot dump {}: {e}", dir.display());
                     ExitCode::from(2)
                 }
             }
