@@ -3,7 +3,10 @@
 //! - [`runtime`]: the only module that touches glommio (shards, mesh, timers, files)
 //! - [`protocol`]: the Kafka wire formats (record batches for now)
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
+pub mod config;
 pub mod log;
 pub mod protocol;
 pub mod runtime;
+pub mod server;
+pub mod shard;
 pub mod util;

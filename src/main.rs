@@ -18,9 +18,35 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the broker.
+    ///
+    /// Examples:
+    ///   ringbroker serve
+    ///   ringbroker serve --listen 127.0.0.1:19092 --data-dir /var/lib/ringbroker --shards 4
+    ///   ringbroker serve --config broker.toml
+    Serve(ServeArgs),
     /// Inspect partition logs on disk.
     #[command(subcommand)]
     Log(LogCommand),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// A TOML file of Kafka broker properties (`"log.dirs" = "/data"`, `num.partitions = 3`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Address to listen on (Kafka's `listeners`), e.g. 127.0.0.1:9092.
+    #[arg(long)]
+    listen: Option<String>,
+    /// Data directory (Kafka's `log.dirs`).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Number of shards (one executor per core by default).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// Any broker property, repeatable: --set num.partitions=3
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -48,6 +74,19 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve(args) => match serve_config(args) {
+            Ok(config) => match ringbroker::server::serve(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            },
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Log(LogCommand::Dump { dir, batches }) => {
             match ringbroker::log::dump::dump_dir(&dir, batches, &mut std::io::stdout()) {
                 Ok(summary) if summary.invalid_batches == 0 => ExitCode::SUCCESS,
@@ -59,4 +98,32 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn serve_config(
+    args: ServeArgs,
+) -> Result<ringbroker::config::BrokerConfig, ringbroker::config::ConfigError> {
+    let mut config = match &args.config {
+        Some(path) => ringbroker::config::BrokerConfig::from_file(path)?,
+        None => ringbroker::config::BrokerConfig::default(),
+    };
+    for pair in &args.set {
+        let (name, value) =
+            pair.split_once('=')
+                .ok_or_else(|| ringbroker::config::ConfigError::BadValue {
+                    name: pair.clone(),
+                    reason: "expected NAME=VALUE".to_string(),
+                })?;
+        config.set(name.trim(), value.trim())?;
+    }
+    if let Some(listen) = &args.listen {
+        config.set("listeners", listen)?;
+    }
+    if let Some(dir) = &args.data_dir {
+        config.data_dir = dir.clone();
+    }
+    if let Some(shards) = args.shards {
+        config.set("num.shards", &shards.to_string())?;
+    }
+    Ok(config)
 }

@@ -315,6 +315,67 @@ impl File {
     }
 }
 
+/// A TCP connection; read and write it with the `futures_lite` I/O traits.
+pub type TcpStream = glommio::net::TcpStream;
+
+/// A listening socket of the current shard. glommio binds with SO_REUSEPORT, so every shard
+/// binds the same address and the kernel spreads connections across them.
+pub struct TcpListener {
+    inner: glommio::net::TcpListener,
+}
+
+impl TcpListener {
+    pub fn bind(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+        let inner = glommio::net::TcpListener::bind(addr)?;
+        Ok(TcpListener { inner })
+    }
+
+    pub async fn accept(&self) -> io::Result<TcpStream> {
+        let stream = self.inner.accept().await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        Ok(self.inner.local_addr()?)
+    }
+}
+
+/// The sending half of a bounded single-shard channel.
+pub struct LocalSender<T> {
+    inner: glommio::channels::local_channel::LocalSender<T>,
+}
+
+/// The receiving half of a bounded single-shard channel.
+pub struct LocalReceiver<T> {
+    inner: glommio::channels::local_channel::LocalReceiver<T>,
+}
+
+/// A bounded channel between tasks of one shard: a full channel makes the sender wait.
+pub fn local_channel<T>(capacity: usize) -> (LocalSender<T>, LocalReceiver<T>) {
+    let (tx, rx) = glommio::channels::local_channel::new_bounded(capacity.max(1));
+    (LocalSender { inner: tx }, LocalReceiver { inner: rx })
+}
+
+impl<T> LocalSender<T> {
+    /// Sends, waiting for room; fails (giving nothing back) when the receiver is gone.
+    pub async fn send(&self, item: T) -> Result<(), ChannelClosed> {
+        self.inner.send(item).await.map_err(|_| ChannelClosed)
+    }
+}
+
+impl<T> LocalReceiver<T> {
+    /// The next item, or `None` once every sender is gone.
+    pub async fn recv(&self) -> Option<T> {
+        self.inner.recv().await
+    }
+}
+
+/// The other end of a channel has gone away.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("channel closed")]
+pub struct ChannelClosed;
+
 /// Removes a file; a file that is already gone is not an error.
 pub async fn remove_file(path: &Path) -> io::Result<()> {
     match glommio::io::remove(path).await {
@@ -361,7 +422,10 @@ mod tests {
                         .expect("peer is up");
                 }
             }
-            assert!(ctx.send_to(ctx.id(), (0, 0)).await.is_err(), "no self-sends");
+            assert!(
+                ctx.send_to(ctx.id(), (0, 0)).await.is_err(),
+                "no self-sends"
+            );
             let mut got = Vec::new();
             for inbox in &inboxes {
                 let (from, value) = inbox.recv().await.expect("a message");
@@ -386,7 +450,9 @@ mod tests {
         let path = dir.path().join("f");
         block_on(async {
             let f = File::open_or_create(&path).await.expect("create");
-            f.write_all_at(b"hello world".to_vec(), 0).await.expect("write");
+            f.write_all_at(b"hello world".to_vec(), 0)
+                .await
+                .expect("write");
             f.fdatasync().await.expect("sync");
             assert_eq!(f.read_at(6, 100).await.expect("read"), b"world");
             f.truncate(5).await.expect("truncate");

@@ -17,9 +17,15 @@ fn write_log(dir: &std::path::Path, batches: usize) {
             let mut b = BatchBuilder::new(1000);
             b.push(Some(b"k"), Some(format!("v{i}").as_bytes()), 1000, &[]);
             b.push(None, Some(b"second"), 1001, &[]);
-            log.append(&b.build(), AppendOptions { durable: false, now_ms: 0 })
-                .await
-                .expect("append");
+            log.append(
+                &b.build(),
+                AppendOptions {
+                    durable: false,
+                    now_ms: 0,
+                },
+            )
+            .await
+            .expect("append");
         }
         log.close().await.expect("close");
     })
@@ -38,7 +44,10 @@ fn dump_lists_segments_and_flags_corruption() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("segment 00000000000000000000"), "{text}");
-    assert!(text.contains("base_offset 58 last_offset 59 count 2"), "{text}");
+    assert!(
+        text.contains("base_offset 58 last_offset 59 count 2"),
+        "{text}"
+    );
     assert!(text.contains("30 batches, 60 records"), "{text}");
 
     // Flip a byte inside the first segment's first batch: the dump reports it and exits 1.

@@ -1,2 +1,3 @@
 //! Small building blocks that are not about Kafka.
 pub mod local_oneshot;
+pub mod shutdown;

@@ -1,0 +1,409 @@
+//! Broker configuration: Kafka's property names, from a TOML file plus command-line flags.
+//!
+//! A TOML file may spell a property as a quoted key (`"log.dirs" = "/data"`) or as a dotted key
+//! (`log.dirs = "/data"`, which TOML reads as nested tables): both are flattened back to the
+//! Kafka name. Unknown properties are an error, so a typo does not silently fall back to a
+//! default.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+
+use crate::log::LogConfig;
+use crate::protocol::record_batch::TimestampType;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid TOML: {message}")]
+    Toml { path: PathBuf, message: String },
+    #[error("unknown property `{0}`")]
+    UnknownProperty(String),
+    #[error("property `{name}`: {reason}")]
+    BadValue { name: String, reason: String },
+}
+
+/// Everything the broker process is configured with.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// `node.id`
+    pub node_id: i32,
+    /// `listeners`: the address every shard listens on (one listener per shard, SO_REUSEPORT).
+    pub listen: SocketAddr,
+    /// `advertised.listeners`: host and port given to clients in Metadata.
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    /// `log.dirs` (the first directory; one data directory per broker for now).
+    pub data_dir: PathBuf,
+    /// `num.shards` (ringbroker): executors, one per core by default.
+    pub shards: usize,
+    /// `ringbroker.pin.shards`: pin shard i to CPU i.
+    pub pin_shards: bool,
+    /// `num.partitions`: partitions of auto-created topics and CreateTopics with -1.
+    pub num_partitions: i32,
+    /// `auto.create.topics.enable`
+    pub auto_create_topics: bool,
+    /// `message.max.bytes`: largest record batch accepted (topic `max.message.bytes` default).
+    pub message_max_bytes: usize,
+    /// `socket.request.max.bytes`: largest request frame; checked before allocating.
+    pub socket_request_max_bytes: usize,
+    /// `queued.max.request.bytes` per connection: requests in flight on one connection before
+    /// the broker stops reading its socket (backpressure).
+    pub connection_max_inflight_bytes: usize,
+    /// `ringbroker.acks.all.fsync`: acks=all produce waits for an fdatasync (group-committed).
+    pub fsync_on_acks_all: bool,
+    /// Topic defaults from the `log.*` broker properties.
+    pub log_defaults: LogConfig,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let listen: SocketAddr = ([127, 0, 0, 1], 9092).into();
+        BrokerConfig {
+            node_id: 0,
+            listen,
+            advertised_host: "127.0.0.1".to_string(),
+            advertised_port: 9092,
+            data_dir: PathBuf::from("./data"),
+            shards: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            pin_shards: false,
+            num_partitions: 1,
+            auto_create_topics: true,
+            message_max_bytes: 1_048_588,
+            socket_request_max_bytes: 104_857_600,
+            connection_max_inflight_bytes: 64 << 20,
+            fsync_on_acks_all: false,
+            log_defaults: LogConfig::default(),
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// Reads a TOML file of Kafka properties on top of the defaults.
+    pub fn from_file(path: &Path) -> Result<BrokerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut config = BrokerConfig::default();
+        config.apply_toml(&text).map_err(|e| match e {
+            ConfigError::Toml { message, .. } => ConfigError::Toml {
+                path: path.to_path_buf(),
+                message,
+            },
+            other => other,
+        })?;
+        Ok(config)
+    }
+
+    /// Applies the properties of a TOML document.
+    pub fn apply_toml(&mut self, text: &str) -> Result<(), ConfigError> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Toml {
+                path: PathBuf::new(),
+                message: e.to_string(),
+            })?;
+        let mut flat = BTreeMap::new();
+        flatten("", &toml::Value::Table(table), &mut flat);
+        for (name, value) in flat {
+            self.set(&name, &value)?;
+        }
+        Ok(())
+    }
+
+    /// Sets one property from its string form (as in server.properties).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let bad = |reason: String| ConfigError::BadValue {
+            name: name.to_string(),
+            reason,
+        };
+        let int = |v: &str| -> Result<i64, ConfigError> {
+            v.trim()
+                .parse::<i64>()
+                .map_err(|_| bad(format!("expected an integer, got {v:?}")))
+        };
+        let positive = |v: &str| -> Result<i64, ConfigError> {
+            let n = int(v)?;
+            if n <= 0 {
+                return Err(bad(format!("must be positive, got {n}")));
+            }
+            Ok(n)
+        };
+        let boolean = |v: &str| -> Result<bool, ConfigError> {
+            match v.trim() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                other => Err(bad(format!("expected true or false, got {other:?}"))),
+            }
+        };
+        match name {
+            "node.id" | "broker.id" => self.node_id = int(value)? as i32,
+            "listeners" => {
+                self.listen = parse_listener(value).map_err(bad)?;
+                self.advertised_host = self.listen.ip().to_string();
+                self.advertised_port = self.listen.port();
+            }
+            "advertised.listeners" => {
+                let (host, port) = parse_host_port(value).map_err(bad)?;
+                self.advertised_host = host;
+                self.advertised_port = port;
+            }
+            "log.dirs" | "log.dir" => {
+                let first = value.split(',').next().unwrap_or("").trim();
+                if first.is_empty() {
+                    return Err(bad("empty directory".to_string()));
+                }
+                self.data_dir = PathBuf::from(first);
+            }
+            "num.shards" => self.shards = positive(value)? as usize,
+            "ringbroker.pin.shards" => self.pin_shards = boolean(value)?,
+            "num.partitions" => self.num_partitions = positive(value)? as i32,
+            "auto.create.topics.enable" => self.auto_create_topics = boolean(value)?,
+            "message.max.bytes" => {
+                self.message_max_bytes = positive(value)? as usize;
+                self.log_defaults.max_message_bytes = self.message_max_bytes;
+            }
+            "socket.request.max.bytes" => self.socket_request_max_bytes = positive(value)? as usize,
+            "queued.max.request.bytes" => {
+                self.connection_max_inflight_bytes = positive(value)? as usize
+            }
+            "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
+            "log.segment.bytes" => self.log_defaults.segment_bytes = positive(value)? as u64,
+            "log.roll.ms" => self.log_defaults.segment_ms = positive(value)?,
+            "log.roll.hours" => self.log_defaults.segment_ms = positive(value)? * 3_600_000,
+            "log.retention.ms" => self.log_defaults.retention_ms = int(value)?,
+            "log.retention.minutes" => self.log_defaults.retention_ms = int(value)? * 60_000,
+            "log.retention.hours" => self.log_defaults.retention_ms = int(value)? * 3_600_000,
+            "log.retention.bytes" => self.log_defaults.retention_bytes = int(value)?,
+            "log.index.interval.bytes" => {
+                self.log_defaults.index_interval_bytes = positive(value)? as u32
+            }
+            "log.flush.interval.messages" => {
+                self.log_defaults.flush_messages = positive(value)? as u64
+            }
+            "log.flush.interval.ms" => self.log_defaults.flush_ms = positive(value)?,
+            "log.message.timestamp.type" => {
+                self.log_defaults.message_timestamp_type =
+                    parse_timestamp_type(value).map_err(bad)?
+            }
+            _ => return Err(ConfigError::UnknownProperty(name.to_string())),
+        }
+        Ok(())
+    }
+}
+
+/// Topic-level settings (CreateTopics configs, AlterConfigs) applied over the broker defaults.
+pub fn topic_log_config(
+    defaults: &LogConfig,
+    overrides: &BTreeMap<String, String>,
+) -> Result<LogConfig, ConfigError> {
+    let mut c = defaults.clone();
+    for (name, value) in overrides {
+        set_topic_property(&mut c, name, value)?;
+    }
+    Ok(c)
+}
+
+/// The topic properties ringbroker understands, with Kafka's names.
+pub const TOPIC_PROPERTIES: &[&str] = &[
+    "segment.bytes",
+    "segment.ms",
+    "retention.ms",
+    "retention.bytes",
+    "index.interval.bytes",
+    "flush.messages",
+    "flush.ms",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "cleanup.policy",
+];
+
+/// Sets one topic property on a log config.
+pub fn set_topic_property(c: &mut LogConfig, name: &str, value: &str) -> Result<(), ConfigError> {
+    let bad = |reason: String| ConfigError::BadValue {
+        name: name.to_string(),
+        reason,
+    };
+    let int = |v: &str| -> Result<i64, ConfigError> {
+        v.trim()
+            .parse::<i64>()
+            .map_err(|_| bad(format!("expected an integer, got {v:?}")))
+    };
+    let at_least = |v: &str, min: i64| -> Result<i64, ConfigError> {
+        let n = int(v)?;
+        if n < min {
+            return Err(bad(format!("must be at least {min}, got {n}")));
+        }
+        Ok(n)
+    };
+    match name {
+        "segment.bytes" => c.segment_bytes = at_least(value, 14)? as u64,
+        "segment.ms" => c.segment_ms = at_least(value, 1)?,
+        "retention.ms" => c.retention_ms = at_least(value, -1)?,
+        "retention.bytes" => c.retention_bytes = at_least(value, -1)?,
+        "index.interval.bytes" => c.index_interval_bytes = at_least(value, 0)? as u32,
+        "flush.messages" => c.flush_messages = at_least(value, 1)? as u64,
+        "flush.ms" => c.flush_ms = at_least(value, 0)?,
+        "max.message.bytes" => c.max_message_bytes = at_least(value, 0)? as usize,
+        "message.timestamp.type" => {
+            c.message_timestamp_type = parse_timestamp_type(value).map_err(bad)?
+        }
+        // Only deletion is implemented; accept the value Kafka uses by default.
+        "cleanup.policy" if value == "delete" => {}
+        "cleanup.policy" => return Err(bad("only `delete` is supported".to_string())),
+        _ => return Err(ConfigError::UnknownProperty(name.to_string())),
+    }
+    Ok(())
+}
+
+/// The current value of a topic property, as DescribeConfigs reports it.
+pub fn topic_property_value(c: &LogConfig, name: &str) -> Option<String> {
+    Some(match name {
+        "segment.bytes" => c.segment_bytes.to_string(),
+        "segment.ms" => c.segment_ms.to_string(),
+        "retention.ms" => c.retention_ms.to_string(),
+        "retention.bytes" => c.retention_bytes.to_string(),
+        "index.interval.bytes" => c.index_interval_bytes.to_string(),
+        "flush.messages" => {
+            if c.flush_messages == u64::MAX {
+                i64::MAX.to_string()
+            } else {
+                c.flush_messages.to_string()
+            }
+        }
+        "flush.ms" => c.flush_ms.to_string(),
+        "max.message.bytes" => c.max_message_bytes.to_string(),
+        "message.timestamp.type" => match c.message_timestamp_type {
+            TimestampType::CreateTime => "CreateTime".to_string(),
+            TimestampType::LogAppendTime => "LogAppendTime".to_string(),
+        },
+        "cleanup.policy" => "delete".to_string(),
+        _ => return None,
+    })
+}
+
+fn parse_timestamp_type(v: &str) -> Result<TimestampType, String> {
+    match v.trim() {
+        "CreateTime" => Ok(TimestampType::CreateTime),
+        "LogAppendTime" => Ok(TimestampType::LogAppendTime),
+        other => Err(format!(
+            "expected CreateTime or LogAppendTime, got {other:?}"
+        )),
+    }
+}
+
+/// `PLAINTEXT://host:port` or `host:port` (the first listener when several are given).
+fn parse_listener(v: &str) -> Result<SocketAddr, String> {
+    let (host, port) = parse_host_port(v)?;
+    let host = if host.is_empty() {
+        "0.0.0.0".to_string()
+    } else {
+        host
+    };
+    (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
+}
+
+fn parse_host_port(v: &str) -> Result<(String, u16), String> {
+    let first = v.split(',').next().unwrap_or("").trim();
+    let without_scheme = first.split_once("://").map_or(first, |(_, rest)| rest);
+    let (host, port) = without_scheme
+        .rsplit_once(':')
+        .ok_or_else(|| format!("expected host:port, got {v:?}"))?;
+    let port = port
+        .parse::<u16>()
+        .map_err(|_| format!("bad port in {v:?}"))?;
+    Ok((host.trim_matches(['[', ']']).to_string(), port))
+}
+
+fn flatten(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let name = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&name, v, out);
+            }
+        }
+        toml::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_with_quoted_and_dotted_keys() {
+        let mut c = BrokerConfig::default();
+        c.apply_toml(
+            r#"
+            "log.dirs" = "/srv/data"
+            listeners = "PLAINTEXT://127.0.0.1:19092"
+            num.partitions = 3
+            log.retention.ms = -1
+            auto.create.topics.enable = false
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(c.data_dir, PathBuf::from("/srv/data"));
+        assert_eq!(c.listen.port(), 19092);
+        assert_eq!(c.advertised_port, 19092);
+        assert_eq!(c.num_partitions, 3);
+        assert_eq!(c.log_defaults.retention_ms, -1);
+        assert!(!c.auto_create_topics);
+    }
+
+    #[test]
+    fn errors_name_the_property() {
+        let mut c = BrokerConfig::default();
+        let e = c.apply_toml("log.retention.msec = 5").unwrap_err();
+        assert!(e.to_string().contains("log.retention.msec"), "{e}");
+        let e = c.apply_toml("num.partitions = 0").unwrap_err();
+        assert!(e.to_string().contains("must be positive"), "{e}");
+        assert!(c.apply_toml("not toml = = 1").is_err());
+        assert!(c.set("listeners", "nonsense").is_err());
+    }
+
+    #[test]
+    fn topic_properties_round_trip() {
+        let mut overrides = BTreeMap::new();
+        overrides.insert("retention.ms".to_string(), "1000".to_string());
+        overrides.insert(
+            "message.timestamp.type".to_string(),
+            "LogAppendTime".to_string(),
+        );
+        let c = topic_log_config(&LogConfig::default(), &overrides).expect("valid");
+        assert_eq!(
+            topic_property_value(&c, "retention.ms").as_deref(),
+            Some("1000")
+        );
+        assert_eq!(
+            topic_property_value(&c, "message.timestamp.type").as_deref(),
+            Some("LogAppendTime")
+        );
+        overrides.insert("bogus".to_string(), "1".to_string());
+        assert!(topic_log_config(&LogConfig::default(), &overrides).is_err());
+        for name in TOPIC_PROPERTIES {
+            assert!(topic_property_value(&c, name).is_some(), "{name}");
+        }
+    }
+}

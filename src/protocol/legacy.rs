@@ -1,0 +1,1503 @@
+//! Legacy Kafka message sets (message format magic 0 and 1) and their conversion to one
+//! RecordBatch v2.
+//!
+//! Old clients (librdkafka before it enables Produce v3, e.g. Debian's kcat with librdkafka 2.0.2)
+//! send Produce v0-v2 requests whose partition data is a *MessageSet*, not a RecordBatch. The
+//! broker stores only RecordBatch v2, so such a set is parsed, fully validated (every message
+//! CRC, every inner message of a compressed wrapper) and rewritten as one v2 batch.
+//!
+//! Layout (all big endian):
+//!
+//! ```text
+//! MessageSet  := (offset i64, message_size i32, Message)*
+//! Message     := crc u32          CRC32 (IEEE) of magic..end of the message
+//!                magic i8         0 or 1
+//!                attributes i8    bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4),
+//!                                 bit 3 timestamp type (magic 1 only; set = LogAppendTime)
+//!                timestamp i64    magic 1 only
+//!                key bytes        i32 length, -1 = null
+//!                value bytes      i32 length, -1 = null
+//! ```
+//!
+//! A compressed message (a "wrapper") has a value that is a whole compressed MessageSet of
+//! uncompressed messages with the wrapper's magic. Kafka allows exactly one level of nesting, so
+//! a compressed message inside a wrapper is rejected ([`LegacyError::Nested`]). Inner messages of
+//! magic 1 wrappers carry relative offsets (0..n-1); offsets are read but not used, since the
+//! broker assigns offsets anyway. The wrapper's timestamp replaces the inner ones when the wrapper
+//! says LogAppendTime.
+//!
+//! Compression framing accepted on input:
+//! - gzip: a gzip stream (several concatenated members are accepted, as Java's
+//!   `GZIPInputStream` does).
+//! - snappy: either the xerial framing the Java client writes (`0x82 "SNAPPY" 0x00`, version
+//!   i32, compatible version i32, then blocks of `[i32 length][raw snappy block]`) or one raw
+//!   snappy block (what librdkafka writes).
+//! - lz4: an LZ4 frame (magic `0x184D2204`). Kafka 0.8-0.9 (magic 0) computed the frame header
+//!   checksum over the frame magic *and* the descriptor instead of the descriptor alone
+//!   (KAFKA-3160), and librdkafka still writes that broken checksum for magic 0 messages. lz4_flex
+//!   verifies the header checksum and has no option to skip it, so for magic 0 the header
+//!   checksum byte is recomputed correctly before decoding (the message CRC already protects the
+//!   bytes). Magic 1 frames must carry the correct checksum, as Kafka 0.10+ requires.
+//!
+//! Every decompression is capped by a budget shared by the whole set (`max_decompressed`), so a
+//! small compressed message cannot expand into an unbounded allocation.
+
+use std::io::{Read, Write};
+
+use bytes::Bytes;
+
+use super::batch_builder::BatchBuilder;
+use super::record_batch::{
+    compute_crc, ATTRIBUTES_OFFSET, BATCH_HEADER_LEN, BATCH_LENGTH_OFFSET, CRC_OFFSET,
+    LOG_OVERHEAD, MAX_BATCH_LEN,
+};
+
+/// Codec id: no compression.
+pub const CODEC_NONE: u8 = 0;
+/// Codec id: gzip.
+pub const CODEC_GZIP: u8 = 1;
+/// Codec id: snappy.
+pub const CODEC_SNAPPY: u8 = 2;
+/// Codec id: lz4.
+pub const CODEC_LZ4: u8 = 3;
+/// Codec id: zstd (RecordBatch v2 only; never valid in a legacy message).
+pub const CODEC_ZSTD: u8 = 4;
+
+/// Attribute bits 0-2 of a legacy message: compression codec.
+const CODEC_MASK: i8 = 0x07;
+/// Attribute bit 3 of a magic 1 message: timestamp type (set = LogAppendTime).
+const TIMESTAMP_TYPE_MASK: i8 = 0x08;
+
+/// offset (8) + message_size (4) in front of every message.
+pub const MESSAGE_LOG_OVERHEAD: usize = 12;
+/// Smallest magic 0 message: crc 4 + magic 1 + attributes 1 + key length 4 + value length 4.
+pub const MESSAGE_OVERHEAD_V0: usize = 14;
+/// Smallest magic 1 message: the magic 0 overhead plus the timestamp (8).
+pub const MESSAGE_OVERHEAD_V1: usize = 22;
+
+/// The 8-byte magic that starts a xerial-framed snappy stream (Java client's snappy framing).
+const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+/// xerial header: magic (8) + version i32 + compatible version i32.
+const XERIAL_HEADER_LEN: usize = 16;
+/// Version and minimum compatible version written in the xerial header (what snappy-java writes).
+const XERIAL_VERSION: i32 = 1;
+/// Uncompressed size of each xerial block we write (snappy-java's default block size).
+const XERIAL_BLOCK: usize = 32 * 1024;
+/// A snappy element expands at most 64 bytes out of 2-3 bytes in; a declared length beyond this
+/// factor of the input cannot be genuine, so it is rejected before allocating.
+const SNAPPY_MAX_RATIO: usize = 64;
+
+/// LZ4 frame magic number (little endian on the wire).
+const LZ4_FRAME_MAGIC: u32 = 0x184D_2204;
+/// FLG bit 3: the frame descriptor carries an 8-byte content size.
+const LZ4_FLG_CONTENT_SIZE: u8 = 0x08;
+/// FLG bit 0: the frame descriptor carries a 4-byte dictionary id.
+const LZ4_FLG_DICT_ID: u8 = 0x01;
+
+/// Why a legacy message set was rejected.
+///
+/// Positions (`at`) are byte offsets into the buffer being parsed: the caller's message set, or,
+/// for messages inside a compressed wrapper, the decompressed inner message set.
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+pub enum LegacyError {
+    /// The input ended inside the message set entry (offset, size or message) starting at or
+    /// read at `at`.
+    #[error("legacy message set truncated at byte {at}")]
+    Truncated { at: usize },
+    /// The CRC32 of the message whose entry starts at `at` does not match.
+    #[error("legacy message CRC mismatch at byte {at}: stored {stored:#010x}, computed {computed:#010x}")]
+    BadCrc {
+        at: usize,
+        stored: u32,
+        computed: u32,
+    },
+    /// Message magic other than 0 or 1 (2 means a RecordBatch was sent where a MessageSet was
+    /// expected).
+    #[error("unsupported message magic {0} (legacy message sets are magic 0 or 1)")]
+    UnsupportedMagic(i8),
+    /// Codec id 4-7 in a legacy message (or 5-7 for [`decompress_records`]).
+    #[error("unsupported compression codec {0}")]
+    UnsupportedCodec(u8),
+    /// The compressed payload could not be decompressed.
+    #[error("decompression failed: {0}")]
+    Decompress(String),
+    /// Compressing the converted records failed.
+    #[error("compression failed: {0}")]
+    Compress(String),
+    /// Decompressed data would exceed `limit` bytes (the `max_decompressed` budget), or the
+    /// converted batch would exceed the RecordBatch size limit.
+    #[error("data exceeds the limit of {limit} bytes")]
+    TooLarge { limit: usize },
+    /// The message set holds no message.
+    #[error("empty message set")]
+    Empty,
+    /// A compressed message inside a compressed message (Kafka allows one level only).
+    #[error("compressed message nested inside a compressed message")]
+    Nested,
+    /// An inner message's magic differs from its wrapper's.
+    #[error("inner message magic {inner} does not match wrapper magic {wrapper}")]
+    MagicMismatch { wrapper: i8, inner: i8 },
+    /// A structurally invalid message (bad size or length fields, null or empty wrapper, ...).
+    #[error("malformed legacy message at byte {at}: {reason}")]
+    Malformed { at: usize, reason: &'static str },
+}
+
+/// One record of a legacy message set, after flattening compressed wrappers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyRecord {
+    /// The message timestamp (magic 1), the wrapper's timestamp when the wrapper is
+    /// LogAppendTime, or `now_ms` for magic 0 messages, which have none.
+    pub timestamp: i64,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+}
+
+/// A legacy message set rewritten as one RecordBatch v2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvertedSet {
+    /// Exactly one RecordBatch v2; passes [`crate::protocol::record_batch::validate_exact`].
+    pub batch: Vec<u8>,
+    /// Number of records in the batch.
+    pub record_count: usize,
+    /// Codec of the batch: the codec of the input set, 0 if it was uncompressed.
+    pub codec: u8,
+}
+
+/// Parses and fully validates a legacy message set, flattening compressed wrappers.
+///
+/// Returns the records in order and the codec of the set (0 if no message was compressed; if
+/// several wrappers use different codecs, the last one, as Kafka does). `max_decompressed` caps
+/// the total number of decompressed bytes over all wrappers of the set; `now_ms` is the timestamp
+/// given to magic 0 messages.
+pub fn parse_message_set(
+    data: &[u8],
+    max_decompressed: usize,
+    now_ms: i64,
+) -> Result<(Vec<LegacyRecord>, u8), LegacyError> {
+    let mut records = Vec::new();
+    let codec = walk(
+        data,
+        max_decompressed,
+        now_ms,
+        &mut |timestamp, key, value| {
+            records.push(LegacyRecord {
+                timestamp,
+                key: key.map(Bytes::copy_from_slice),
+                value: value.map(Bytes::copy_from_slice),
+            });
+            Ok(())
+        },
+    )?;
+    Ok((records, codec))
+}
+
+/// Converts a legacy message set to ONE RecordBatch v2.
+///
+/// The batch has base offset 0, partition leader epoch -1, no producer (id -1, epoch -1, base
+/// sequence -1), CreateTime, offset deltas 0..n-1 in message order, `baseTimestamp` = the first
+/// record's timestamp, and a valid CRC32C. Timestamps are those of [`parse_message_set`]. When the
+/// input was compressed, the records are compressed with the same codec: gzip as a gzip stream,
+/// snappy in xerial framing (as the Java client writes it; librdkafka reads it too), lz4 as a
+/// standard LZ4 frame with independent 64 KiB blocks and no checksums (what Kafka's Java
+/// `KafkaLZ4BlockOutputStream` writes and reads).
+pub fn convert_message_set(
+    data: &[u8],
+    max_decompressed: usize,
+    now_ms: i64,
+) -> Result<ConvertedSet, LegacyError> {
+    let mut builder: Option<BatchBuilder> = None;
+    let mut record_count = 0usize;
+    let codec = walk(
+        data,
+        max_decompressed,
+        now_ms,
+        &mut |timestamp, key, value| {
+            builder
+                .get_or_insert_with(|| BatchBuilder::new(timestamp))
+                .try_push(key, value, timestamp, &[])
+                .map_err(|_| LegacyError::TooLarge {
+                    limit: MAX_BATCH_LEN,
+                })?;
+            record_count += 1;
+            Ok(())
+        },
+    )?;
+    let Some(builder) = builder else {
+        return Err(LegacyError::Empty);
+    };
+    let plain = builder.build();
+    let batch = if codec == CODEC_NONE {
+        Vec::from(plain)
+    } else {
+        compress_batch(&plain, codec)?
+    };
+    Ok(ConvertedSet {
+        batch,
+        record_count,
+        codec,
+    })
+}
+
+/// Decompresses the records section of a compressed batch (or the value of a legacy wrapper)
+/// for `codec` 1-4, producing at most `max` bytes ([`LegacyError::TooLarge`] beyond that).
+///
+/// gzip: one or more gzip members; snappy: xerial-framed or one raw block; lz4: an LZ4 frame with
+/// a correct header checksum; zstd: a zstd stream. Codec 0 returns the input as is (still capped).
+pub fn decompress_records(codec: u8, data: &[u8], max: usize) -> Result<Vec<u8>, LegacyError> {
+    match codec {
+        CODEC_NONE => {
+            if data.len() > max {
+                return Err(LegacyError::TooLarge { limit: max });
+            }
+            Ok(data.to_vec())
+        }
+        CODEC_GZIP => read_capped(flate2::read::MultiGzDecoder::new(data), max),
+        CODEC_SNAPPY => snappy_decompress(data, max),
+        CODEC_LZ4 => lz4_decompress(data, false, max),
+        CODEC_ZSTD => {
+            let decoder = zstd::stream::read::Decoder::new(data)
+                .map_err(|e| LegacyError::Decompress(e.to_string()))?;
+            read_capped(decoder, max)
+        }
+        other => Err(LegacyError::UnsupportedCodec(other)),
+    }
+}
+
+/// Compresses `data` with `codec` (1-4) in the framing used for RecordBatch v2 records: see
+/// [`convert_message_set`]. Codec 0 returns the input as is.
+pub fn compress_records(codec: u8, data: &[u8]) -> Result<Vec<u8>, LegacyError> {
+    let err = |e: std::io::Error| LegacyError::Compress(e.to_string());
+    match codec {
+        CODEC_NONE => Ok(data.to_vec()),
+        CODEC_GZIP => {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(data).map_err(err)?;
+            enc.finish().map_err(err)
+        }
+        CODEC_SNAPPY => snappy_xerial_compress(data),
+        CODEC_LZ4 => {
+            let info = lz4_flex::frame::FrameInfo::new()
+                .block_size(lz4_flex::frame::BlockSize::Max64KB)
+                .block_mode(lz4_flex::frame::BlockMode::Independent)
+                .block_checksums(false)
+                .content_checksum(false);
+            let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+            enc.write_all(data).map_err(err)?;
+            enc.finish()
+                .map_err(|e| LegacyError::Compress(e.to_string()))
+        }
+        CODEC_ZSTD => zstd::stream::encode_all(data, 0).map_err(err),
+        other => Err(LegacyError::UnsupportedCodec(other)),
+    }
+}
+
+/// Bounds-checked big-endian reader. Short reads are [`LegacyError::Truncated`] at the position
+/// of the field being read.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf, pos: 0 }
+    }
+
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], LegacyError> {
+        if n > self.remaining() {
+            return Err(LegacyError::Truncated { at: self.pos });
+        }
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], LegacyError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn i8(&mut self) -> Result<i8, LegacyError> {
+        Ok(i8::from_be_bytes(self.array()?))
+    }
+
+    fn i32(&mut self) -> Result<i32, LegacyError> {
+        Ok(i32::from_be_bytes(self.array()?))
+    }
+
+    fn i64(&mut self) -> Result<i64, LegacyError> {
+        Ok(i64::from_be_bytes(self.array()?))
+    }
+}
+
+/// One message of a set, borrowed from the buffer being parsed.
+struct RawMessage<'a> {
+    /// Position of the entry (its offset field) in the buffer.
+    at: usize,
+    magic: i8,
+    attributes: i8,
+    /// Magic 1 only.
+    timestamp: Option<i64>,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+}
+
+impl RawMessage<'_> {
+    fn codec(&self) -> u8 {
+        (self.attributes & CODEC_MASK) as u8
+    }
+
+    /// The message's own timestamp, or `now_ms` for magic 0.
+    fn timestamp_or(&self, now_ms: i64) -> i64 {
+        self.timestamp.unwrap_or(now_ms)
+    }
+}
+
+/// Reads the next `offset, message_size, message` entry and validates the message: size, magic,
+/// CRC and that key and value fill the message exactly.
+fn next_message<'a>(r: &mut Reader<'a>) -> Result<RawMessage<'a>, LegacyError> {
+    let at = r.pos;
+    let _offset = r.i64()?;
+    let size_at = r.pos;
+    let size = r.i32()?;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&s| s >= MESSAGE_OVERHEAD_V0)
+        .ok_or(LegacyError::Malformed {
+            at: size_at,
+            reason: "message size below the minimum message size",
+        })?;
+    let body_at = r.pos;
+    let body = r.take(size)?;
+
+    // Checked before the CRC so that a RecordBatch (magic 2 at the same position) is reported as
+    // such rather than as a CRC mismatch.
+    let magic = body[4] as i8;
+    if magic != 0 && magic != 1 {
+        return Err(LegacyError::UnsupportedMagic(magic));
+    }
+    let stored = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+    let computed = crc32fast::hash(&body[4..]);
+    if stored != computed {
+        return Err(LegacyError::BadCrc {
+            at,
+            stored,
+            computed,
+        });
+    }
+
+    let inside = |e: LegacyError| match e {
+        LegacyError::Truncated { at } => LegacyError::Malformed {
+            at: body_at + at,
+            reason: "message fields exceed the message size",
+        },
+        other => other,
+    };
+    let mut m = Reader::new(body);
+    m.pos = 5;
+    let attributes = m.i8().map_err(inside)?;
+    let timestamp = if magic == 1 {
+        Some(m.i64().map_err(inside)?)
+    } else {
+        None
+    };
+    let key = nullable_bytes(&mut m).map_err(inside)?;
+    let value = nullable_bytes(&mut m).map_err(inside)?;
+    if m.remaining() != 0 {
+        return Err(LegacyError::Malformed {
+            at: body_at + m.pos,
+            reason: "bytes after the message value",
+        });
+    }
+    Ok(RawMessage {
+        at,
+        magic,
+        attributes,
+        timestamp,
+        key,
+        value,
+    })
+}
+
+/// An i32-length-prefixed byte string; -1 is null, other negative lengths are malformed.
+fn nullable_bytes<'a>(r: &mut Reader<'a>) -> Result<Option<&'a [u8]>, LegacyError> {
+    let at = r.pos;
+    let len = r.i32()?;
+    if len == -1 {
+        return Ok(None);
+    }
+    let len = usize::try_from(len).map_err(|_| LegacyError::Malformed {
+        at,
+        reason: "negative key or value length",
+    })?;
+    r.take(len)
+        .map(Some)
+        .map_err(|_| LegacyError::Truncated { at })
+}
+
+/// Receives every record of a set in order: `(timestamp, key, value)`.
+type Sink<'s> = dyn FnMut(i64, Option<&[u8]>, Option<&[u8]>) -> Result<(), LegacyError> + 's;
+
+/// Remaining decompression allowance of one message set.
+struct Budget {
+    max: usize,
+    left: usize,
+}
+
+/// Walks a message set, calling `sink(timestamp, key, value)` for every record in order
+/// (wrappers flattened). Returns the codec of the set.
+fn walk(
+    data: &[u8],
+    max_decompressed: usize,
+    now_ms: i64,
+    sink: &mut Sink<'_>,
+) -> Result<u8, LegacyError> {
+    if data.is_empty() {
+        return Err(LegacyError::Empty);
+    }
+    let mut budget = Budget {
+        max: max_decompressed,
+        left: max_decompressed,
+    };
+    let mut set_codec = CODEC_NONE;
+    let mut r = Reader::new(data);
+    while r.remaining() > 0 {
+        let msg = next_message(&mut r)?;
+        match msg.codec() {
+            CODEC_NONE => sink(msg.timestamp_or(now_ms), msg.key, msg.value)?,
+            codec @ (CODEC_GZIP | CODEC_SNAPPY | CODEC_LZ4) => {
+                walk_wrapper(&msg, codec, &mut budget, now_ms, sink)?;
+                set_codec = codec;
+            }
+            other => return Err(LegacyError::UnsupportedCodec(other)),
+        }
+    }
+    Ok(set_codec)
+}
+
+/// Decompresses a wrapper's value and feeds its inner messages to `sink`.
+fn walk_wrapper(
+    wrapper: &RawMessage<'_>,
+    codec: u8,
+    budget: &mut Budget,
+    now_ms: i64,
+    sink: &mut Sink<'_>,
+) -> Result<(), LegacyError> {
+    let Some(value) = wrapper.value else {
+        return Err(LegacyError::Malformed {
+            at: wrapper.at,
+            reason: "compressed message with a null value",
+        });
+    };
+    let inner = match codec {
+        CODEC_LZ4 => lz4_decompress(value, wrapper.magic == 0, budget.left),
+        _ => decompress_records(codec, value, budget.left),
+    }
+    .map_err(|e| match e {
+        LegacyError::TooLarge { .. } => LegacyError::TooLarge { limit: budget.max },
+        other => other,
+    })?;
+    budget.left = budget.left.saturating_sub(inner.len());
+    if inner.is_empty() {
+        return Err(LegacyError::Malformed {
+            at: wrapper.at,
+            reason: "compressed message holds no messages",
+        });
+    }
+
+    let log_append_time = wrapper.attributes & TIMESTAMP_TYPE_MASK != 0;
+    let wrapper_timestamp = match (log_append_time, wrapper.timestamp) {
+        (true, Some(ts)) => Some(ts),
+        _ => None,
+    };
+    let mut r = Reader::new(&inner);
+    while r.remaining() > 0 {
+        let msg = next_message(&mut r)?;
+        if msg.codec() != CODEC_NONE {
+            return Err(LegacyError::Nested);
+        }
+        if msg.magic != wrapper.magic {
+            return Err(LegacyError::MagicMismatch {
+                wrapper: wrapper.magic,
+                inner: msg.magic,
+            });
+        }
+        let timestamp = wrapper_timestamp.unwrap_or_else(|| msg.timestamp_or(now_ms));
+        sink(timestamp, msg.key, msg.value)?;
+    }
+    Ok(())
+}
+
+/// Reads `r` to the end, failing with [`LegacyError::TooLarge`] past `limit` bytes. Never holds
+/// more than `limit + 1` bytes of output.
+fn read_capped<R: Read>(r: R, limit: usize) -> Result<Vec<u8>, LegacyError> {
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    let mut out = Vec::new();
+    r.take(cap)
+        .read_to_end(&mut out)
+        .map_err(|e| LegacyError::Decompress(e.to_string()))?;
+    if out.len() > limit {
+        return Err(LegacyError::TooLarge { limit });
+    }
+    Ok(out)
+}
+
+/// Snappy: xerial-framed if the data starts with the xerial header, else one raw block.
+fn snappy_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, LegacyError> {
+    let mut out = Vec::new();
+    if data.len() >= XERIAL_HEADER_LEN && data[..XERIAL_MAGIC.len()] == XERIAL_MAGIC {
+        // Version and compatible version (bytes 8..16) are not checked, as librdkafka does not.
+        let mut r = Reader::new(data);
+        r.pos = XERIAL_HEADER_LEN;
+        while r.remaining() > 0 {
+            let err = |_| LegacyError::Decompress("truncated xerial snappy block".to_owned());
+            let len = r.i32().map_err(err)?;
+            let len = usize::try_from(len).map_err(|_| {
+                LegacyError::Decompress("negative xerial snappy block length".to_owned())
+            })?;
+            let block = r.take(len).map_err(err)?;
+            snappy_raw_into(block, &mut out, limit)?;
+        }
+    } else {
+        snappy_raw_into(data, &mut out, limit)?;
+    }
+    Ok(out)
+}
+
+/// Appends the decompression of one raw snappy block to `out`, keeping `out` within `limit`.
+fn snappy_raw_into(block: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), LegacyError> {
+    let err = |e: snap::Error| LegacyError::Decompress(format!("snappy: {e}"));
+    if block.is_empty() {
+        return Err(LegacyError::Decompress("empty snappy block".to_owned()));
+    }
+    let len = snap::raw::decompress_len(block).map_err(err)?;
+    if len > block.len().saturating_mul(SNAPPY_MAX_RATIO) {
+        return Err(LegacyError::Decompress(
+            "snappy block declares an impossible decompressed length".to_owned(),
+        ));
+    }
+    let start = out.len();
+    let end = start
+        .checked_add(len)
+        .filter(|&end| end <= limit)
+        .ok_or(LegacyError::TooLarge { limit })?;
+    out.resize(end, 0);
+    let written = snap::raw::Decoder::new()
+        .decompress(block, &mut out[start..])
+        .map_err(err)?;
+    out.truncate(start + written);
+    Ok(())
+}
+
+/// xerial framing around raw snappy blocks of [`XERIAL_BLOCK`] uncompressed bytes.
+fn snappy_xerial_compress(data: &[u8]) -> Result<Vec<u8>, LegacyError> {
+    let mut out = Vec::with_capacity(XERIAL_HEADER_LEN + snap::raw::max_compress_len(data.len()));
+    out.extend_from_slice(&XERIAL_MAGIC);
+    out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
+    out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
+    let mut enc = snap::raw::Encoder::new();
+    for chunk in data.chunks(XERIAL_BLOCK) {
+        let block = enc
+            .compress_vec(chunk)
+            .map_err(|e| LegacyError::Compress(format!("snappy: {e}")))?;
+        // A block of at most 32 KiB compresses to well under i32::MAX bytes.
+        let len = i32::try_from(block.len()).map_err(|_| LegacyError::TooLarge {
+            limit: MAX_BATCH_LEN,
+        })?;
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&block);
+    }
+    Ok(out)
+}
+
+/// Decodes one LZ4 frame (magic `0x184D2204`; legacy and skippable frames are rejected, as Kafka
+/// does). With `fix_header_checksum`, the frame header checksum byte is replaced by the correct
+/// one first: see the module documentation (KAFKA-3160).
+fn lz4_decompress(
+    data: &[u8],
+    fix_header_checksum: bool,
+    limit: usize,
+) -> Result<Vec<u8>, LegacyError> {
+    let magic = data
+        .get(..4)
+        .map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+    if magic != Some(LZ4_FRAME_MAGIC) {
+        return Err(LegacyError::Decompress("not an LZ4 frame".to_owned()));
+    }
+    if !fix_header_checksum {
+        return read_capped(lz4_flex::frame::FrameDecoder::new(data), limit);
+    }
+    // magic (4) FLG (1) BD (1) [content size (8)] [dictionary id (4)] HC (1)
+    let flg = *data
+        .get(4)
+        .ok_or_else(|| LegacyError::Decompress("truncated LZ4 frame header".to_owned()))?;
+    let mut hc_pos = 6;
+    if flg & LZ4_FLG_CONTENT_SIZE != 0 {
+        hc_pos += 8;
+    }
+    if flg & LZ4_FLG_DICT_ID != 0 {
+        hc_pos += 4;
+    }
+    let Some(header) = data.get(..=hc_pos) else {
+        return Err(LegacyError::Decompress(
+            "truncated LZ4 frame header".to_owned(),
+        ));
+    };
+    let mut fixed = [0u8; 19];
+    fixed[..header.len()].copy_from_slice(header);
+    fixed[hc_pos] = lz4_header_checksum(&header[4..hc_pos]);
+    let stream = (&fixed[..=hc_pos]).chain(&data[hc_pos + 1..]);
+    read_capped(lz4_flex::frame::FrameDecoder::new(stream), limit)
+}
+
+/// The LZ4 frame header checksum of a frame descriptor (FLG up to, excluding, HC): the second
+/// byte of its XXH32 with seed 0.
+fn lz4_header_checksum(descriptor: &[u8]) -> u8 {
+    (xxh32(descriptor, 0) >> 8) as u8
+}
+
+/// XXH32, written from the xxHash specification (only used on a few header bytes).
+fn xxh32(input: &[u8], seed: u32) -> u32 {
+    const P1: u32 = 0x9E37_79B1;
+    const P2: u32 = 0x85EB_CA77;
+    const P3: u32 = 0xC2B2_AE3D;
+    const P4: u32 = 0x27D4_EB2F;
+    const P5: u32 = 0x1656_67B1;
+    fn lane(b: &[u8]) -> u32 {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+    fn round(acc: u32, lane: u32) -> u32 {
+        acc.wrapping_add(lane.wrapping_mul(P2))
+            .rotate_left(13)
+            .wrapping_mul(P1)
+    }
+
+    let mut stripes = input.chunks_exact(16);
+    let mut acc = if input.len() >= 16 {
+        let mut v = [
+            seed.wrapping_add(P1).wrapping_add(P2),
+            seed.wrapping_add(P2),
+            seed,
+            seed.wrapping_sub(P1),
+        ];
+        for stripe in &mut stripes {
+            for (i, v) in v.iter_mut().enumerate() {
+                *v = round(*v, lane(&stripe[4 * i..]));
+            }
+        }
+        v[0].rotate_left(1)
+            .wrapping_add(v[1].rotate_left(7))
+            .wrapping_add(v[2].rotate_left(12))
+            .wrapping_add(v[3].rotate_left(18))
+    } else {
+        seed.wrapping_add(P5)
+    };
+    // The specification adds the input length modulo 2^32.
+    acc = acc.wrapping_add(input.len() as u32);
+
+    let rest = if input.len() >= 16 {
+        stripes.remainder()
+    } else {
+        input
+    };
+    let mut words = rest.chunks_exact(4);
+    for w in &mut words {
+        acc = acc
+            .wrapping_add(lane(w).wrapping_mul(P3))
+            .rotate_left(17)
+            .wrapping_mul(P4);
+    }
+    for &b in words.remainder() {
+        acc = acc
+            .wrapping_add(u32::from(b).wrapping_mul(P5))
+            .rotate_left(11)
+            .wrapping_mul(P1);
+    }
+
+    acc ^= acc >> 15;
+    acc = acc.wrapping_mul(P2);
+    acc ^= acc >> 13;
+    acc = acc.wrapping_mul(P3);
+    acc ^= acc >> 16;
+    acc
+}
+
+/// Turns an uncompressed batch from [`BatchBuilder`] into the same batch with its records
+/// section compressed by `codec`: attributes, `batchLength` and CRC32C are rewritten.
+fn compress_batch(plain: &[u8], codec: u8) -> Result<Vec<u8>, LegacyError> {
+    let (header, records) = plain.split_at(BATCH_HEADER_LEN.min(plain.len()));
+    let compressed = compress_records(codec, records)?;
+    let too_large = LegacyError::TooLarge {
+        limit: MAX_BATCH_LEN,
+    };
+    let batch_length = (BATCH_HEADER_LEN - LOG_OVERHEAD)
+        .checked_add(compressed.len())
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or(too_large)?;
+    let mut out = Vec::with_capacity(BATCH_HEADER_LEN + compressed.len());
+    out.extend_from_slice(header);
+    out.extend_from_slice(&compressed);
+    out[BATCH_LENGTH_OFFSET..BATCH_LENGTH_OFFSET + 4].copy_from_slice(&batch_length.to_be_bytes());
+    // BatchBuilder writes attributes 0 (CreateTime, not transactional): only the codec is set.
+    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&i16::from(codec).to_be_bytes());
+    let crc = compute_crc(&out);
+    out[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::batch_builder::decode_records;
+    use crate::protocol::record_batch::{validate_exact, Compression, TimestampType};
+    use proptest::prelude::*;
+
+    type Rec = (Option<Vec<u8>>, Option<Vec<u8>>, i64);
+
+    const NOW: i64 = 1_700_000_000_000;
+    const MAX: usize = 16 << 20;
+
+    fn put_nullable(out: &mut Vec<u8>, b: Option<&[u8]>) {
+        match b {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(b) => {
+                out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
+
+    /// One message (crc..value) with a correct CRC32.
+    fn message(
+        magic: i8,
+        attributes: i8,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Vec<u8> {
+        let mut body = vec![magic as u8, attributes as u8];
+        if magic == 1 {
+            body.extend_from_slice(&timestamp.to_be_bytes());
+        }
+        put_nullable(&mut body, key);
+        put_nullable(&mut body, value);
+        let mut out = crc32fast::hash(&body).to_be_bytes().to_vec();
+        out.extend_from_slice(&body);
+        out
+    }
+
+    fn entry(out: &mut Vec<u8>, offset: i64, msg: &[u8]) {
+        out.extend_from_slice(&offset.to_be_bytes());
+        out.extend_from_slice(&(msg.len() as i32).to_be_bytes());
+        out.extend_from_slice(msg);
+    }
+
+    /// An uncompressed set of `recs` with offsets 0..n-1.
+    fn plain_set(magic: i8, recs: &[Rec]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, (k, v, ts)) in recs.iter().enumerate() {
+            let m = message(magic, 0, *ts, k.as_deref(), v.as_deref());
+            entry(&mut out, i as i64, &m);
+        }
+        out
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    fn snappy_raw(data: &[u8]) -> Vec<u8> {
+        snap::raw::Encoder::new().compress_vec(data).unwrap()
+    }
+
+    /// xerial framing, built by hand with small blocks so that several blocks are exercised.
+    fn snappy_xerial(data: &[u8], block: usize) -> Vec<u8> {
+        let mut out = XERIAL_MAGIC.to_vec();
+        out.extend_from_slice(&1i32.to_be_bytes());
+        out.extend_from_slice(&1i32.to_be_bytes());
+        for chunk in data.chunks(block) {
+            let c = snappy_raw(chunk);
+            out.extend_from_slice(&(c.len() as i32).to_be_bytes());
+            out.extend_from_slice(&c);
+        }
+        out
+    }
+
+    fn lz4_frame(data: &[u8]) -> Vec<u8> {
+        let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    /// An LZ4 frame with the header checksum Kafka 0.8/0.9 and librdkafka (magic 0) write: XXH32
+    /// over the frame magic and the descriptor instead of the descriptor alone.
+    fn lz4_frame_broken_hc(data: &[u8]) -> Vec<u8> {
+        let mut frame = lz4_frame(data);
+        let flg = frame[4];
+        let mut hc_pos = 6;
+        if flg & LZ4_FLG_CONTENT_SIZE != 0 {
+            hc_pos += 8;
+        }
+        assert_eq!(frame[hc_pos], lz4_header_checksum(&frame[4..hc_pos]));
+        let broken = (xxh32(&frame[..hc_pos], 0) >> 8) as u8;
+        assert_ne!(broken, frame[hc_pos], "test needs a checksum that differs");
+        frame[hc_pos] = broken;
+        frame
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum Framing {
+        Gzip,
+        SnappyRaw,
+        SnappyXerial,
+        Lz4,
+    }
+
+    impl Framing {
+        fn codec(self) -> u8 {
+            match self {
+                Framing::Gzip => CODEC_GZIP,
+                Framing::SnappyRaw | Framing::SnappyXerial => CODEC_SNAPPY,
+                Framing::Lz4 => CODEC_LZ4,
+            }
+        }
+
+        /// Compresses an inner set the way a client of message format `magic` would.
+        fn compress(self, magic: i8, data: &[u8]) -> Vec<u8> {
+            match self {
+                Framing::Gzip => gzip(data),
+                Framing::SnappyRaw => snappy_raw(data),
+                Framing::SnappyXerial => snappy_xerial(data, 40),
+                Framing::Lz4 if magic == 0 => lz4_frame_broken_hc(data),
+                Framing::Lz4 => lz4_frame(data),
+            }
+        }
+    }
+
+    const FRAMINGS: [Framing; 4] = [
+        Framing::Gzip,
+        Framing::SnappyRaw,
+        Framing::SnappyXerial,
+        Framing::Lz4,
+    ];
+
+    /// A set holding one compressed wrapper around `recs` (inner offsets 0..n-1, wrapper offset
+    /// n-1, as librdkafka and the Java client write them).
+    fn wrapped_set(
+        magic: i8,
+        framing: Framing,
+        wrapper_ts: i64,
+        log_append: bool,
+        recs: &[Rec],
+    ) -> Vec<u8> {
+        let inner = plain_set(magic, recs);
+        let compressed = framing.compress(magic, &inner);
+        let mut attrs = framing.codec() as i8;
+        if log_append {
+            attrs |= TIMESTAMP_TYPE_MASK;
+        }
+        let wrapper = message(magic, attrs, wrapper_ts, None, Some(&compressed));
+        let mut out = Vec::new();
+        entry(&mut out, recs.len() as i64 - 1, &wrapper);
+        out
+    }
+
+    fn sample() -> Vec<Rec> {
+        vec![
+            (Some(b"k0".to_vec()), Some(b"v0".to_vec()), 1_000),
+            (None, Some(b"value one".to_vec()), 1_001),
+            (Some(b"k2".to_vec()), None, 990),
+            (None, None, 1_005),
+            (Some(Vec::new()), Some(vec![7u8; 300]), 1_002),
+        ]
+    }
+
+    /// Decodes a converted batch (decompressing its records if needed) into
+    /// (key, value, timestamp), checking the header on the way.
+    fn decode_converted(conv: &ConvertedSet) -> Vec<Rec> {
+        let h = validate_exact(&conv.batch).expect("converted batch is valid");
+        assert_eq!(h.record_count as usize, conv.record_count);
+        assert_eq!(h.base_offset, 0);
+        assert_eq!(h.partition_leader_epoch, -1);
+        assert_eq!(
+            (h.producer_id, h.producer_epoch, h.base_sequence),
+            (-1, -1, -1)
+        );
+        assert_eq!(h.timestamp_type(), TimestampType::CreateTime);
+        assert_eq!(h.compression().unwrap().id(), conv.codec);
+        assert!(!h.is_transactional() && !h.is_control());
+
+        let plain = if conv.codec == CODEC_NONE {
+            conv.batch.clone()
+        } else {
+            let records = decompress_records(conv.codec, &conv.batch[BATCH_HEADER_LEN..], MAX)
+                .expect("records decompress");
+            let mut plain = conv.batch[..BATCH_HEADER_LEN].to_vec();
+            plain.extend_from_slice(&records);
+            let len = (plain.len() - LOG_OVERHEAD) as i32;
+            plain[BATCH_LENGTH_OFFSET..BATCH_LENGTH_OFFSET + 4].copy_from_slice(&len.to_be_bytes());
+            plain[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&[0, 0]);
+            let crc = compute_crc(&plain);
+            plain[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+            plain
+        };
+        let decoded = decode_records(&plain).expect("records decode");
+        decoded
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                assert_eq!(r.offset, i as i64);
+                assert!(r.headers.is_empty());
+                (r.key, r.value, r.timestamp)
+            })
+            .collect()
+    }
+
+    fn parsed(data: &[u8]) -> Vec<Rec> {
+        let (recs, _) = parse_message_set(data, MAX, NOW).expect("parses");
+        recs.into_iter()
+            .map(|r| {
+                (
+                    r.key.map(|b| b.to_vec()),
+                    r.value.map(|b| b.to_vec()),
+                    r.timestamp,
+                )
+            })
+            .collect()
+    }
+
+    fn with_ts(recs: &[Rec], ts: i64) -> Vec<Rec> {
+        recs.iter()
+            .map(|(k, v, _)| (k.clone(), v.clone(), ts))
+            .collect()
+    }
+
+    #[test]
+    fn xxh32_matches_reference_values() {
+        // Reference values of XXH32 with seed 0.
+        assert_eq!(xxh32(b"", 0), 0x02CC_5D05);
+        assert_eq!(xxh32(b"a", 0), 0x550D_7456);
+        assert_eq!(xxh32(b"abc", 0), 0x32D1_53FF);
+        // Long input (stripe path) cross-checked against lz4_flex's content checksum, which is
+        // XXH32 of the whole content, stored little endian before the end of the frame.
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for len in [0usize, 3, 15, 16, 17, 31, 32, 33, 999] {
+            let info = lz4_flex::frame::FrameInfo::new().content_checksum(true);
+            let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+            enc.write_all(&data[..len]).unwrap();
+            let frame = enc.finish().unwrap();
+            let tail = &frame[frame.len() - 4..];
+            let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+            assert_eq!(xxh32(&data[..len], 0), stored, "len {len}");
+        }
+    }
+
+    #[test]
+    fn uncompressed_v0_and_v1_convert() {
+        let recs = sample();
+        // v0 has no timestamps: every record gets now_ms.
+        let conv = convert_message_set(&plain_set(0, &recs), MAX, NOW).unwrap();
+        assert_eq!((conv.codec, conv.record_count), (0, recs.len()));
+        assert_eq!(decode_converted(&conv), with_ts(&recs, NOW));
+        assert_eq!(parsed(&plain_set(0, &recs)), with_ts(&recs, NOW));
+
+        let conv = convert_message_set(&plain_set(1, &recs), MAX, NOW).unwrap();
+        assert_eq!((conv.codec, conv.record_count), (0, recs.len()));
+        let h = validate_exact(&conv.batch).unwrap();
+        assert_eq!((h.base_timestamp, h.max_timestamp), (1_000, 1_005));
+        assert_eq!(decode_converted(&conv), recs);
+        assert_eq!(parsed(&plain_set(1, &recs)), recs);
+    }
+
+    #[test]
+    fn compressed_sets_convert_with_the_same_codec() {
+        let recs = sample();
+        for magic in [0i8, 1] {
+            for framing in FRAMINGS {
+                let set = wrapped_set(magic, framing, 5_000, false, &recs);
+                let expected = if magic == 0 {
+                    with_ts(&recs, NOW)
+                } else {
+                    recs.clone()
+                };
+                let (p, codec) = parse_message_set(&set, MAX, NOW).unwrap();
+                assert_eq!(codec, framing.codec(), "{magic} {framing:?}");
+                assert_eq!(p.len(), recs.len());
+                assert_eq!(parsed(&set), expected, "{magic} {framing:?}");
+
+                let conv = convert_message_set(&set, MAX, NOW).unwrap();
+                assert_eq!(conv.codec, framing.codec());
+                assert_eq!(conv.record_count, recs.len());
+                assert_eq!(decode_converted(&conv), expected, "{magic} {framing:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn log_append_time_wrapper_timestamp_applies() {
+        let recs = sample();
+        for framing in FRAMINGS {
+            let set = wrapped_set(1, framing, 77_000, true, &recs);
+            assert_eq!(parsed(&set), with_ts(&recs, 77_000));
+            let conv = convert_message_set(&set, MAX, NOW).unwrap();
+            assert_eq!(decode_converted(&conv), with_ts(&recs, 77_000));
+        }
+    }
+
+    #[test]
+    fn output_framing_is_what_java_clients_read() {
+        let set = wrapped_set(1, Framing::Lz4, 0, false, &sample());
+        let conv = convert_message_set(&set, MAX, NOW).unwrap();
+        let records = &conv.batch[BATCH_HEADER_LEN..];
+        assert_eq!(&records[..4], &LZ4_FRAME_MAGIC.to_le_bytes());
+        // FLG: version 01, independent blocks, no checksums, no content size; BD: 64 KiB blocks.
+        assert_eq!((records[4], records[5]), (0x60, 0x40));
+        assert_eq!(records[6], lz4_header_checksum(&records[4..6]));
+
+        let set = wrapped_set(1, Framing::SnappyRaw, 0, false, &sample());
+        let conv = convert_message_set(&set, MAX, NOW).unwrap();
+        let records = &conv.batch[BATCH_HEADER_LEN..];
+        assert_eq!(&records[..8], &XERIAL_MAGIC);
+        assert_eq!(&records[8..16], &[0, 0, 0, 1, 0, 0, 0, 1]);
+
+        let set = wrapped_set(1, Framing::Gzip, 0, false, &sample());
+        let conv = convert_message_set(&set, MAX, NOW).unwrap();
+        assert_eq!(
+            &conv.batch[BATCH_HEADER_LEN..BATCH_HEADER_LEN + 2],
+            &[0x1f, 0x8b]
+        );
+    }
+
+    #[test]
+    fn large_snappy_output_uses_several_xerial_blocks() {
+        let recs: Vec<Rec> = (0..40)
+            .map(|i| (None, Some(vec![i as u8; 2_000]), i64::from(i)))
+            .collect();
+        let set = wrapped_set(1, Framing::SnappyXerial, 0, false, &recs);
+        let conv = convert_message_set(&set, MAX, NOW).unwrap();
+        assert_eq!(decode_converted(&conv), recs);
+        let records = &conv.batch[BATCH_HEADER_LEN..];
+        let first = i32::from_be_bytes(records[16..20].try_into().unwrap()) as usize;
+        assert!(20 + first < records.len(), "more than one block");
+    }
+
+    #[test]
+    fn lz4_v0_accepts_broken_and_correct_header_checksums_v1_requires_correct() {
+        let recs = sample();
+        let inner = plain_set(0, &recs);
+        for frame in [lz4_frame_broken_hc(&inner), lz4_frame(&inner)] {
+            let mut set = Vec::new();
+            entry(&mut set, 4, &message(0, 3, 0, None, Some(&frame)));
+            assert_eq!(parsed(&set), with_ts(&recs, NOW));
+        }
+
+        let inner = plain_set(1, &recs);
+        let mut set = Vec::new();
+        let frame = lz4_frame_broken_hc(&inner);
+        entry(&mut set, 4, &message(1, 3, 0, None, Some(&frame)));
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::Decompress(_))
+        ));
+    }
+
+    #[test]
+    fn lz4_v0_fixup_handles_content_size_in_the_header() {
+        let recs = sample();
+        let inner = plain_set(0, &recs);
+        let info = lz4_flex::frame::FrameInfo::new().content_size(Some(inner.len() as u64));
+        let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+        enc.write_all(&inner).unwrap();
+        let mut frame = enc.finish().unwrap();
+        assert_ne!(frame[4] & LZ4_FLG_CONTENT_SIZE, 0);
+        frame[14] = (xxh32(&frame[..14], 0) >> 8) as u8;
+        let mut set = Vec::new();
+        entry(&mut set, 4, &message(0, 3, 0, None, Some(&frame)));
+        assert_eq!(parsed(&set), with_ts(&recs, NOW));
+    }
+
+    #[test]
+    fn several_messages_and_wrappers_in_one_set() {
+        let recs = sample();
+        let mut set = plain_set(1, &recs[..2]);
+        set.extend(wrapped_set(1, Framing::Gzip, 0, false, &recs[2..4]));
+        set.extend(wrapped_set(1, Framing::Lz4, 0, false, &recs[4..]));
+        let (p, codec) = parse_message_set(&set, MAX, NOW).unwrap();
+        assert_eq!(codec, CODEC_LZ4);
+        assert_eq!(p.len(), recs.len());
+        let conv = convert_message_set(&set, MAX, NOW).unwrap();
+        assert_eq!(conv.codec, CODEC_LZ4);
+        assert_eq!(decode_converted(&conv), recs);
+    }
+
+    #[test]
+    fn null_and_empty_keys_and_values() {
+        let recs = vec![
+            (None, None, 1),
+            (Some(Vec::new()), Some(Vec::new()), 2),
+            (None, Some(Vec::new()), 3),
+            (Some(Vec::new()), None, 4),
+        ];
+        let (p, _) = parse_message_set(&plain_set(1, &recs), MAX, NOW).unwrap();
+        assert_eq!(p[0].key, None);
+        assert_eq!(p[1].key, Some(Bytes::new()));
+        assert_eq!(
+            decode_converted(&convert_message_set(&plain_set(1, &recs), MAX, NOW).unwrap()),
+            recs
+        );
+        let set = wrapped_set(1, Framing::SnappyXerial, 0, false, &recs);
+        assert_eq!(
+            decode_converted(&convert_message_set(&set, MAX, NOW).unwrap()),
+            recs
+        );
+    }
+
+    #[test]
+    fn bad_crc_is_rejected_outer_and_inner() {
+        let mut set = plain_set(1, &sample());
+        set[30] ^= 0x01; // inside the first message's body
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::BadCrc { at: 0, .. })
+        ));
+        assert!(matches!(
+            convert_message_set(&set, MAX, NOW),
+            Err(LegacyError::BadCrc { .. })
+        ));
+
+        // Inner message corrupted before compression; the wrapper CRC is fine.
+        let mut inner = plain_set(1, &sample());
+        inner[12 + 10] ^= 0xff; // timestamp byte of the first inner message
+        let mut set = Vec::new();
+        entry(&mut set, 4, &message(1, 1, 0, None, Some(&gzip(&inner))));
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::BadCrc { at: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn truncated_input_is_rejected() {
+        let set = plain_set(1, &sample());
+        let mut boundaries = Vec::new();
+        let mut pos = 0;
+        while pos < set.len() {
+            let size = i32::from_be_bytes(set[pos + 8..pos + 12].try_into().unwrap());
+            pos += MESSAGE_LOG_OVERHEAD + size as usize;
+            boundaries.push(pos);
+        }
+        for cut in 1..set.len() {
+            let r = parse_message_set(&set[..cut], MAX, NOW);
+            if boundaries.contains(&cut) {
+                assert!(r.is_ok(), "cut {cut}: {r:?}");
+            } else {
+                assert!(
+                    matches!(r, Err(LegacyError::Truncated { .. })),
+                    "cut {cut}: {r:?}"
+                );
+            }
+        }
+        assert_eq!(parse_message_set(&[], MAX, NOW), Err(LegacyError::Empty));
+        assert_eq!(
+            convert_message_set(&[], MAX, NOW).map(|c| c.record_count),
+            Err(LegacyError::Empty)
+        );
+
+        // Truncated compressed payload (wrapper CRC recomputed over the cut value).
+        let inner = plain_set(1, &sample());
+        for framing in FRAMINGS {
+            let compressed = framing.compress(1, &inner);
+            // (lz4_flex accepts a frame whose end mark is cut off, so cut into the data.)
+            let cut = &compressed[..compressed.len() / 2];
+            let mut set = Vec::new();
+            entry(
+                &mut set,
+                4,
+                &message(1, framing.codec() as i8, 0, None, Some(cut)),
+            );
+            assert!(parse_message_set(&set, MAX, NOW).is_err(), "{framing:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_messages_are_rejected() {
+        // Size below the minimum.
+        let mut set = Vec::new();
+        entry(&mut set, 0, &[0u8; 10]);
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::Malformed { at: 8, .. })
+        ));
+        // Negative size.
+        let mut set = 0i64.to_be_bytes().to_vec();
+        set.extend_from_slice(&(-5i32).to_be_bytes());
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::Malformed { .. })
+        ));
+        // Key length beyond the message, with a correct CRC.
+        let mut body = vec![0u8, 0];
+        body.extend_from_slice(&100i32.to_be_bytes());
+        body.extend_from_slice(&(-1i32).to_be_bytes());
+        let mut msg = crc32fast::hash(&body).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        let mut set = Vec::new();
+        entry(&mut set, 0, &msg);
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::Malformed { .. })
+        ));
+        // Huge key length must not allocate.
+        let mut body = vec![0u8, 0];
+        body.extend_from_slice(&i32::MAX.to_be_bytes());
+        body.extend_from_slice(&(-1i32).to_be_bytes());
+        let mut msg = crc32fast::hash(&body).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        let mut set = Vec::new();
+        entry(&mut set, 0, &msg);
+        assert!(parse_message_set(&set, MAX, NOW).is_err());
+        // Bytes after the value.
+        let mut body = vec![0u8, 0];
+        body.extend_from_slice(&(-1i32).to_be_bytes());
+        body.extend_from_slice(&(-1i32).to_be_bytes());
+        body.push(9);
+        let mut msg = crc32fast::hash(&body).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        let mut set = Vec::new();
+        entry(&mut set, 0, &msg);
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::Malformed {
+                reason: "bytes after the message value",
+                ..
+            })
+        ));
+        // Magic 2 (a RecordBatch) and unknown codecs.
+        let batch = BatchBuilder::new(0).push(None, None, 0, &[]).build();
+        assert_eq!(
+            parse_message_set(&batch, MAX, NOW),
+            Err(LegacyError::UnsupportedMagic(2))
+        );
+        for codec in 4..8i8 {
+            let mut set = Vec::new();
+            entry(&mut set, 0, &message(1, codec, 0, None, Some(b"x")));
+            assert_eq!(
+                parse_message_set(&set, MAX, NOW),
+                Err(LegacyError::UnsupportedCodec(codec as u8))
+            );
+        }
+        // Wrapper with a null value, and with an empty inner set.
+        let mut set = Vec::new();
+        entry(&mut set, 0, &message(1, 1, 0, None, None));
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::Malformed { .. })
+        ));
+        let mut set = Vec::new();
+        entry(&mut set, 0, &message(1, 1, 0, None, Some(&gzip(&[]))));
+        assert!(matches!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::Malformed { .. })
+        ));
+        // Garbage that is not compressed at all.
+        for codec in 1..4i8 {
+            let mut set = Vec::new();
+            entry(
+                &mut set,
+                0,
+                &message(1, codec, 0, None, Some(b"not compressed")),
+            );
+            assert!(matches!(
+                parse_message_set(&set, MAX, NOW),
+                Err(LegacyError::Decompress(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn nested_wrappers_and_magic_mismatch_are_rejected() {
+        let inner_wrapper = wrapped_set(1, Framing::Gzip, 0, false, &sample());
+        let mut set = Vec::new();
+        entry(
+            &mut set,
+            0,
+            &message(1, 1, 0, None, Some(&gzip(&inner_wrapper))),
+        );
+        assert_eq!(parse_message_set(&set, MAX, NOW), Err(LegacyError::Nested));
+        assert_eq!(
+            convert_message_set(&set, MAX, NOW).map(|c| c.record_count),
+            Err(LegacyError::Nested)
+        );
+
+        let inner_v0 = plain_set(0, &sample());
+        let mut set = Vec::new();
+        entry(&mut set, 0, &message(1, 1, 0, None, Some(&gzip(&inner_v0))));
+        assert_eq!(
+            parse_message_set(&set, MAX, NOW),
+            Err(LegacyError::MagicMismatch {
+                wrapper: 1,
+                inner: 0
+            })
+        );
+    }
+
+    #[test]
+    fn decompression_is_capped() {
+        // 8 MiB of one value: compresses to a few KiB in every codec.
+        let recs = vec![(None, Some(vec![0u8; 8 << 20]), 1)];
+        let inner_len = plain_set(1, &recs).len();
+        for framing in FRAMINGS {
+            let set = wrapped_set(1, framing, 0, false, &recs);
+            assert!(set.len() < inner_len / 3, "{framing:?} {}", set.len());
+            assert_eq!(
+                parse_message_set(&set, 1 << 20, NOW),
+                Err(LegacyError::TooLarge { limit: 1 << 20 }),
+                "{framing:?}"
+            );
+            assert_eq!(
+                convert_message_set(&set, inner_len - 1, NOW).map(|c| c.record_count),
+                Err(LegacyError::TooLarge {
+                    limit: inner_len - 1
+                }),
+                "{framing:?}"
+            );
+            assert_eq!(parse_message_set(&set, inner_len, NOW).unwrap().0.len(), 1);
+        }
+        // The budget is shared by all wrappers of a set.
+        let small = sample();
+        let one = plain_set(1, &small).len();
+        let mut set = wrapped_set(1, Framing::Gzip, 0, false, &small);
+        set.extend(wrapped_set(1, Framing::SnappyRaw, 0, false, &small));
+        assert!(parse_message_set(&set, 2 * one, NOW).is_ok());
+        assert_eq!(
+            parse_message_set(&set, 2 * one - 1, NOW),
+            Err(LegacyError::TooLarge { limit: 2 * one - 1 })
+        );
+    }
+
+    #[test]
+    fn snappy_impossible_length_is_rejected_without_allocating() {
+        // Raw snappy header declaring 2^31 bytes, then nothing.
+        let block = [0x80, 0x80, 0x80, 0x80, 0x08];
+        assert!(matches!(
+            snappy_decompress(&block, usize::MAX),
+            Err(LegacyError::Decompress(_))
+        ));
+        let mut xerial = XERIAL_MAGIC.to_vec();
+        xerial.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
+        xerial.extend_from_slice(&(block.len() as i32).to_be_bytes());
+        xerial.extend_from_slice(&block);
+        assert!(snappy_decompress(&xerial, usize::MAX).is_err());
+        // Truncated xerial block length and negative length.
+        let mut x = XERIAL_MAGIC.to_vec();
+        x.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
+        assert!(snappy_decompress(&x, MAX).is_err());
+        let mut x = XERIAL_MAGIC.to_vec();
+        x.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff]);
+        assert!(snappy_decompress(&x, MAX).is_err());
+    }
+
+    #[test]
+    fn decompress_and_compress_records_round_trip_all_codecs() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 13) as u8).collect();
+        for codec in 0..=4u8 {
+            let c = compress_records(codec, &data).unwrap();
+            assert_eq!(decompress_records(codec, &c, data.len()).unwrap(), data);
+            assert_eq!(
+                decompress_records(codec, &c, data.len() - 1),
+                Err(LegacyError::TooLarge {
+                    limit: data.len() - 1
+                })
+            );
+            assert_eq!(Compression::from_id(codec).unwrap().id(), codec);
+        }
+        assert_eq!(
+            decompress_records(5, &data, MAX),
+            Err(LegacyError::UnsupportedCodec(5))
+        );
+    }
+
+    fn arb_recs() -> impl Strategy<Value = Vec<Rec>> {
+        proptest::collection::vec(
+            (
+                proptest::option::of(proptest::collection::vec(any::<u8>(), 0..16)),
+                proptest::option::of(proptest::collection::vec(any::<u8>(), 0..100)),
+                any::<i64>(),
+            ),
+            1..12,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics_on_arbitrary_bytes(
+            data in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let _ = parse_message_set(&data, 1 << 16, NOW);
+            let _ = convert_message_set(&data, 1 << 16, NOW);
+        }
+
+        #[test]
+        fn parse_never_panics_on_arbitrary_wrapper_payloads(
+            payload in proptest::collection::vec(any::<u8>(), 0..300),
+            codec in 1i8..4,
+            magic in 0i8..2,
+            prefix in 0usize..4,
+        ) {
+            // Prefix the payload with a plausible frame start so the decoders get further.
+            let mut value = match prefix {
+                0 => Vec::new(),
+                1 => XERIAL_MAGIC.to_vec(),
+                2 => LZ4_FRAME_MAGIC.to_le_bytes().to_vec(),
+                _ => vec![0x1f, 0x8b, 8, 0],
+            };
+            value.extend_from_slice(&payload);
+            let mut set = Vec::new();
+            entry(&mut set, 0, &message(magic, codec, 0, None, Some(&value)));
+            let _ = parse_message_set(&set, 1 << 16, NOW);
+        }
+
+        #[test]
+        fn parse_never_panics_on_corrupted_valid_sets(
+            recs in arb_recs(),
+            idx in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            framing in 0usize..4,
+        ) {
+            let inner = plain_set(1, &recs);
+            let mut value = FRAMINGS[framing].compress(1, &inner);
+            let i = idx.index(value.len());
+            value[i] = byte;
+            let mut set = Vec::new();
+            entry(&mut set, 0, &message(1, FRAMINGS[framing].codec() as i8, 0, None, Some(&value)));
+            let _ = parse_message_set(&set, 1 << 16, NOW);
+        }
+
+        #[test]
+        fn arbitrary_records_round_trip(
+            recs in arb_recs(),
+            magic in 0i8..2,
+            framing in proptest::option::of(0usize..4),
+        ) {
+            let set = match framing {
+                None => plain_set(magic, &recs),
+                Some(f) => wrapped_set(magic, FRAMINGS[f], 0, false, &recs),
+            };
+            let expected = if magic == 0 { with_ts(&recs, NOW) } else { recs.clone() };
+            prop_assert_eq!(parsed(&set), expected.clone());
+            let conv = convert_message_set(&set, MAX, NOW);
+            prop_assert!(conv.is_ok(), "{:?}", conv);
+            if let Ok(conv) = conv {
+                prop_assert_eq!(conv.codec, framing.map_or(0, |f| FRAMINGS[f].codec()));
+                prop_assert_eq!(decode_converted(&conv), expected);
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! One client connection: read frames, run each request as its own task, write responses in
+//! request order (pipelining), stop reading when too many bytes are in flight (backpressure).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures_lite::AsyncWriteExt;
+
+use super::handlers::{self, HandlerError};
+use crate::protocol::frame::{read_frame, FrameError};
+use crate::protocol::header::RequestFrame;
+use crate::runtime::{self, Task, TcpStream};
+use crate::shard::Shard;
+use crate::util::local_oneshot;
+use crate::util::shutdown::ShutdownSignal;
+
+/// Requests accepted but not yet answered, per connection.
+const MAX_PIPELINED_REQUESTS: usize = 256;
+
+/// Bytes of requests in flight on one connection; the reader waits while it is over budget.
+struct ByteBudget {
+    limit: usize,
+    used: RefCell<usize>,
+    waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+}
+
+impl ByteBudget {
+    fn new(limit: usize) -> Self {
+        ByteBudget {
+            limit,
+            used: RefCell::new(0),
+            waiters: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Takes `n` bytes; a request larger than the whole budget still goes when nothing else
+    /// is in flight.
+    async fn acquire(&self, n: usize) {
+        loop {
+            let used = *self.used.borrow();
+            if used == 0 || used + n <= self.limit {
+                *self.used.borrow_mut() += n;
+                return;
+            }
+            let (tx, rx) = local_oneshot::channel();
+            self.waiters.borrow_mut().push(tx);
+            rx.await;
+        }
+    }
+
+    fn release(&self, n: usize) {
+        let mut used = self.used.borrow_mut();
+        *used = used.saturating_sub(n);
+        drop(used);
+        for w in self.waiters.borrow_mut().drain(..) {
+            w.send(());
+        }
+    }
+}
+
+type Pending = (Task<Result<Option<Bytes>, HandlerError>>, usize, i16, i16);
+
+/// Serves one connection until the client closes it, it misbehaves, or shutdown.
+pub async fn serve(
+    shard: Rc<Shard>,
+    stream: TcpStream,
+    peer: String,
+    shutdown: Rc<ShutdownSignal>,
+) {
+    let (mut reader, mut writer) = futures_lite::io::split(stream);
+    let limit = shard.config.socket_request_max_bytes;
+    let budget = Rc::new(ByteBudget::new(shard.config.connection_max_inflight_bytes));
+    let (tx, rx) = runtime::local_channel::<Pending>(MAX_PIPELINED_REQUESTS);
+
+    let writer_budget = Rc::clone(&budget);
+    let writer_peer = peer.clone();
+    let writer_task = runtime::spawn(async move {
+        while let Some((task, size, api_key, version)) = rx.recv().await {
+            let outcome = task.await;
+            writer_budget.release(size);
+            match outcome {
+                Ok(Some(bytes)) => {
+                    if let Err(e) = writer.write_all(&bytes).await {
+                        tracing::debug!(peer = %writer_peer, error = %e, "client went away");
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(peer = %writer_peer, api_key, version, error = %e, "closing connection");
+                    break;
+                }
+            }
+        }
+        let _ = writer.flush().await;
+        let _ = writer.close().await;
+    });
+
+    loop {
+        let next = futures_lite::future::or(
+            async { Some(read_frame(&mut reader, limit).await) },
+            async {
+                shutdown.wait().await;
+                None
+            },
+        )
+        .await;
+        let frame = match next {
+            None => break,
+            Some(Ok(Some(frame))) => frame,
+            Some(Ok(None)) => break,
+            Some(Err(FrameError::Truncated)) => {
+                tracing::debug!(peer = %peer, "client disconnected mid-request");
+                break;
+            }
+            Some(Err(e)) => {
+                tracing::warn!(peer = %peer, error = %e, "closing connection");
+                break;
+            }
+        };
+        let size = frame.len();
+        let request = match RequestFrame::parse(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(peer = %peer, error = %e, "malformed request header; closing connection");
+                break;
+            }
+        };
+        budget.acquire(size).await;
+        let (api_key, version) = (request.api_key, request.api_version);
+        let task_shard = Rc::clone(&shard);
+        let task = runtime::spawn(async move { handlers::dispatch(&task_shard, &request).await });
+        if tx.send((task, size, api_key, version)).await.is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    writer_task.await;
+}

@@ -1,0 +1,127 @@
+//! Metadata (key 3): brokers (this one), topics with ids, partitions and leaders. Topics asked
+//! for by name that do not exist are created when auto-creation is on and the client allows it.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::BrokerId;
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, topic_name, HandlerError, Request};
+use crate::shard::messages::AdminOp;
+use crate::shard::metadata::{validate_topic_name, TopicMetadata};
+
+pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let request: MetadataRequest = req.decode()?;
+    let shard = req.shard;
+    let config = &shard.config;
+    // v0: an empty list means all topics; v1+: null means all, empty means none.
+    let wanted: Option<Vec<String>> = match &request.topics {
+        None => None,
+        Some(t) if t.is_empty() && req.version() == 0 => None,
+        Some(t) => Some(
+            t.iter()
+                .map(|t| match &t.name {
+                    Some(n) => n.0.to_string(),
+                    None => shard
+                        .metadata()
+                        .topic_by_id(t.topic_id)
+                        .map(|m| m.name.clone())
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        ),
+    };
+    let auto_create =
+        config.auto_create_topics && (req.version() < 4 || request.allow_auto_topic_creation);
+    let mut creation_errors: BTreeMap<String, i16> = BTreeMap::new();
+    if let Some(names) = &wanted {
+        for name in names {
+            if shard.metadata().topic(name).is_some() {
+                continue;
+            }
+            if !auto_create || validate_topic_name(name).is_err() {
+                continue;
+            }
+            let created = shard
+                .admin(AdminOp::CreateTopic {
+                    name: name.clone(),
+                    partitions: config.num_partitions,
+                    configs: BTreeMap::new(),
+                    validate_only: false,
+                })
+                .await;
+            if let Err(e) = created {
+                if e.code != ResponseError::TopicAlreadyExists.code() {
+                    creation_errors.insert(name.clone(), e.code);
+                }
+            } else {
+                tracing::info!(topic = %name, partitions = config.num_partitions, "auto-created topic");
+            }
+        }
+    }
+    let meta = shard.metadata();
+    let node_id = config.node_id;
+    let version = req.version();
+    // Only fields that exist in the client's version may differ from their defaults.
+    let topic_entry = |t: &TopicMetadata| {
+        let mut topic = MetadataResponseTopic::default();
+        topic.name = Some(topic_name(&t.name));
+        if version >= 10 {
+            topic.topic_id = t.id;
+        }
+        topic.partitions = (0..t.partitions.len())
+            .map(|i| {
+                let mut p = MetadataResponsePartition::default();
+                p.partition_index = i as i32;
+                p.leader_id = BrokerId(node_id);
+                if version >= 7 {
+                    p.leader_epoch = 0;
+                }
+                p.replica_nodes = vec![BrokerId(node_id)];
+                p.isr_nodes = vec![BrokerId(node_id)];
+                p
+            })
+            .collect();
+        topic
+    };
+    let topics = match &wanted {
+        None => meta.topics.values().map(topic_entry).collect(),
+        Some(names) => names
+            .iter()
+            .map(|name| match meta.topic(name) {
+                Some(t) => topic_entry(t),
+                None => {
+                    let mut topic = MetadataResponseTopic::default();
+                    topic.name = Some(topic_name(name));
+                    topic.error_code = match creation_errors.get(name) {
+                        Some(code) => *code,
+                        None if validate_topic_name(name).is_err() => {
+                            ResponseError::InvalidTopicException.code()
+                        }
+                        None => ResponseError::UnknownTopicOrPartition.code(),
+                    };
+                    topic
+                }
+            })
+            .collect(),
+    };
+    let mut broker = MetadataResponseBroker::default();
+    broker.node_id = BrokerId(node_id);
+    broker.host = str_bytes(config.advertised_host.clone());
+    broker.port = i32::from(config.advertised_port);
+    let mut response = MetadataResponse::default();
+    response.brokers = vec![broker];
+    if version >= 2 {
+        response.cluster_id = Some(str_bytes(meta.cluster_id.clone()));
+    }
+    if version >= 1 {
+        response.controller_id = BrokerId(node_id);
+    }
+    response.topics = topics;
+    req.encode(&response)
+}

@@ -1,0 +1,190 @@
+//! One file per Kafka API. The table below is the single list of what the broker serves:
+//! ApiVersions is derived from it, and a key that is not here is not advertised.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::protocol::header::{frame_response, RequestFrame};
+use crate::shard::Shard;
+
+/// An API the broker serves and the versions it accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiSpec {
+    pub key: ApiKey,
+    pub min_version: i16,
+    pub max_version: i16,
+}
+
+/// Every API served, with the versions current clients use. Produce v0–v2 carry legacy
+/// message sets (old librdkafka only compresses with them); Fetch starts at v4 (v2 batches).
+/// Fetch stops at v12 and Produce at v11: later versions address topics by id only.
+pub const APIS: &[ApiSpec] = &[
+    ApiSpec {
+        key: ApiKey::Produce,
+        min_version: 3,
+        max_version: 11,
+    },
+    ApiSpec {
+        key: ApiKey::Fetch,
+        min_version: 4,
+        max_version: 12,
+    },
+    ApiSpec {
+        key: ApiKey::ListOffsets,
+        min_version: 1,
+        max_version: 7,
+    },
+    ApiSpec {
+        key: ApiKey::Metadata,
+        min_version: 0,
+        max_version: 12,
+    },
+    ApiSpec {
+        key: ApiKey::ApiVersions,
+        min_version: 0,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::CreateTopics,
+        min_version: 2,
+        max_version: 7,
+    },
+];
+
+pub fn spec_for(key: ApiKey) -> Option<&'static ApiSpec> {
+    APIS.iter().find(|s| s.key == key)
+}
+
+/// Why a request could not be answered; the connection is closed with a log line.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error("unknown API key {0}")]
+    UnknownApi(i16),
+    #[error("API {0:?} is not supported by this broker")]
+    UnsupportedApi(ApiKey),
+    #[error("{api:?} v{version} is not supported (supported: v{min}-v{max})")]
+    UnsupportedVersion {
+        api: ApiKey,
+        version: i16,
+        min: i16,
+        max: i16,
+    },
+    #[error("malformed {api:?} v{version} request: {reason}")]
+    Decode {
+        api: ApiKey,
+        version: i16,
+        reason: String,
+    },
+    #[error("cannot encode the {api:?} v{version} response: {reason}")]
+    Encode {
+        api: ApiKey,
+        version: i16,
+        reason: String,
+    },
+}
+
+/// Context a handler gets: the shard it runs on and the parsed request.
+pub struct Request<'a> {
+    pub shard: &'a Rc<Shard>,
+    pub frame: &'a RequestFrame,
+    pub api: ApiKey,
+}
+
+impl Request<'_> {
+    pub fn version(&self) -> i16 {
+        self.frame.api_version
+    }
+
+    /// Decodes the body with the kafka-protocol crate.
+    pub fn decode<T: Decodable>(&self) -> Result<T, HandlerError> {
+        let mut body = self.frame.body.clone();
+        T::decode(&mut body, self.version()).map_err(|e| HandlerError::Decode {
+            api: self.api,
+            version: self.version(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Encodes a response body.
+    pub fn encode<T: Encodable>(&self, response: &T) -> Result<Bytes, HandlerError> {
+        encode(self.api, self.version(), response)
+    }
+}
+
+pub fn encode<T: Encodable>(
+    api: ApiKey,
+    version: i16,
+    response: &T,
+) -> Result<Bytes, HandlerError> {
+    let mut buf = BytesMut::new();
+    response
+        .encode(&mut buf, version)
+        .map_err(|e| HandlerError::Encode {
+            api,
+            version,
+            reason: e.to_string(),
+        })?;
+    Ok(buf.freeze())
+}
+
+/// Handles one request; returns the framed response, or `None` when none is due (Produce
+/// with acks=0).
+pub async fn dispatch(
+    shard: &Rc<Shard>,
+    frame: &RequestFrame,
+) -> Result<Option<Bytes>, HandlerError> {
+    let api = frame.api.ok_or(HandlerError::UnknownApi(frame.api_key))?;
+    let version = frame.api_version;
+    let spec = match spec_for(api) {
+        Some(s) => s,
+        None => return Err(HandlerError::UnsupportedApi(api)),
+    };
+    let legacy_produce = api == ApiKey::Produce && (0..=2).contains(&version);
+    if !legacy_produce && (version < spec.min_version || version > spec.max_version) {
+        if api == ApiKey::ApiVersions {
+            // Kafka answers an unknown ApiVersions version with a v0 response carrying
+            // UNSUPPORTED_VERSION and the supported ranges, so the client can retry.
+            let body = api_versions::unsupported_version_body()?;
+            return Ok(Some(frame_response(frame.correlation_id, 0, &body)));
+        }
+        return Err(HandlerError::UnsupportedVersion {
+            api,
+            version,
+            min: spec.min_version,
+            max: spec.max_version,
+        });
+    }
+    let req = Request { shard, frame, api };
+    let body = match api {
+        ApiKey::ApiVersions => Some(api_versions::handle(&req)?),
+        ApiKey::Metadata => Some(metadata::handle(&req).await?),
+        ApiKey::CreateTopics => Some(create_topics::handle(&req).await?),
+        ApiKey::Produce => produce::handle(&req).await?,
+        ApiKey::Fetch => Some(fetch::handle(&req).await?),
+        ApiKey::ListOffsets => Some(list_offsets::handle(&req).await?),
+        other => return Err(HandlerError::UnsupportedApi(other)),
+    };
+    let header_version = api.response_header_version(version);
+    Ok(body.map(|b| frame_response(frame.correlation_id, header_version, &b)))
+}
+
+/// A topic name as the protocol types want it.
+pub fn topic_name(name: &str) -> kafka_protocol::messages::TopicName {
+    kafka_protocol::messages::TopicName(kafka_protocol::protocol::StrBytes::from_string(
+        name.to_string(),
+    ))
+}
+
+pub fn str_bytes(s: impl Into<String>) -> kafka_protocol::protocol::StrBytes {
+    kafka_protocol::protocol::StrBytes::from_string(s.into())
+}

@@ -1,0 +1,220 @@
+//! `ringbroker serve`: the broker process.
+//!
+//! Before any shard starts: take the data directory's lock and make sure nothing else listens
+//! on the port (glommio binds with SO_REUSEPORT, which would otherwise let a second broker
+//! share the port silently). Then one shard per core, each with its own listener on the same
+//! address; a connection lives on the shard that accepted it. SIGTERM/SIGINT stop accepting,
+//! let in-flight requests finish, close every log cleanly and exit 0.
+
+pub mod connection;
+pub mod handlers;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::BrokerConfig;
+use crate::runtime::{self, ShardContext, ShardsConfig, TcpListener};
+use crate::shard::messages::MeshMessage;
+use crate::shard::Shard;
+use crate::util::shutdown::ShutdownSignal;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot use data directory {dir}: {source}")]
+    DataDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("data directory {0} is in use by another ringbroker process (lock file {0}/.lock)")]
+    DataDirInUse(PathBuf),
+    #[error("cannot listen on {addr}: {source} (is another broker running on this port?)")]
+    PortInUse {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error(transparent)]
+    Runtime(#[from] runtime::RuntimeError),
+    #[error("shard {shard} failed: {reason}")]
+    Shard { shard: usize, reason: String },
+}
+
+/// How often each shard runs flush.ms checks.
+const HOUSEKEEPING_INTERVAL: Duration = Duration::from_millis(500);
+/// How often retention runs and checkpoints are written (Kafka's
+/// log.retention.check.interval.ms is 5 minutes; checkpoints every minute).
+const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
+/// How long shutdown waits for connections to finish their in-flight requests.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Holds an exclusive `flock` on `<data dir>/.lock` for the life of the process.
+struct DataDirLock {
+    _file: std::fs::File,
+}
+
+impl DataDirLock {
+    fn acquire(dir: &Path) -> Result<DataDirLock, ServerError> {
+        use std::os::fd::AsRawFd;
+        std::fs::create_dir_all(dir).map_err(|source| ServerError::DataDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".lock"))
+            .map_err(|source| ServerError::DataDir {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(ServerError::DataDirInUse(dir.to_path_buf()));
+        }
+        Ok(DataDirLock { _file: file })
+    }
+}
+
+/// Binds the address once without SO_REUSEPORT: this fails if any socket (another broker
+/// included) already listens there. Returns the address with the real port (for port 0).
+fn check_port_free(addr: SocketAddr) -> Result<SocketAddr, ServerError> {
+    let probe = std::net::TcpListener::bind(addr)
+        .map_err(|source| ServerError::PortInUse { addr, source })?;
+    probe
+        .local_addr()
+        .map_err(|source| ServerError::PortInUse { addr, source })
+}
+
+/// Runs the broker until SIGTERM or SIGINT.
+pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
+    let _lock = DataDirLock::acquire(&config.data_dir)?;
+    let listen = check_port_free(config.listen)?;
+    if config.listen.port() == 0 {
+        config.advertised_port = listen.port();
+    }
+    config.listen = listen;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(ServerError::Signals)?;
+    }
+    let shards = ShardsConfig {
+        pin: config.pin_shards,
+        ..ShardsConfig::unpinned(config.shards)
+    };
+    println!(
+        "ringbroker {} listening on {} (advertised {}:{}), data dir {}, {} shards",
+        env!("CARGO_PKG_VERSION"),
+        listen,
+        config.advertised_host,
+        config.advertised_port,
+        config.data_dir.display(),
+        shards.shards
+    );
+    tracing::info!(
+        listen = %listen,
+        data_dir = %config.data_dir.display(),
+        shards = shards.shards,
+        pinned = shards.pin,
+        node_id = config.node_id,
+        "starting"
+    );
+    let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
+        shard_main(ctx, config, stop)
+    })?;
+    for (shard, r) in results.into_iter().enumerate() {
+        r.map_err(|reason| ServerError::Shard { shard, reason })?;
+    }
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+async fn shard_main(
+    ctx: ShardContext<MeshMessage>,
+    config: BrokerConfig,
+    stop: Arc<AtomicBool>,
+) -> Result<(), String> {
+    let listen = config.listen;
+    let (shard, inboxes) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
+    shard.serve_mesh(inboxes);
+    let listener =
+        TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let shutdown = Rc::new(ShutdownSignal::new());
+    let connections = Rc::new(std::cell::Cell::new(0usize));
+
+    let accept_task = {
+        let shard = Rc::clone(&shard);
+        let shutdown = Rc::clone(&shutdown);
+        let connections = Rc::clone(&connections);
+        runtime::spawn(async move {
+            loop {
+                let accepted =
+                    futures_lite::future::or(async { Some(listener.accept().await) }, async {
+                        shutdown.wait().await;
+                        None
+                    })
+                    .await;
+                let stream = match accepted {
+                    None => break,
+                    Some(Ok(s)) => s,
+                    Some(Err(e)) => {
+                        // Out of file descriptors and the like: say so, back off, go on.
+                        tracing::warn!(error = %e, "accept failed");
+                        runtime::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let peer = stream
+                    .peer_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_else(|_| "unknown".to_string());
+                connections.set(connections.get() + 1);
+                let shard = Rc::clone(&shard);
+                let shutdown = Rc::clone(&shutdown);
+                let connections = Rc::clone(&connections);
+                runtime::spawn_detached(async move {
+                    connection::serve(shard, stream, peer, shutdown).await;
+                    connections.set(connections.get() - 1);
+                });
+            }
+        })
+    };
+
+    let housekeeping = {
+        let shard = Rc::clone(&shard);
+        let shutdown = Rc::clone(&shutdown);
+        runtime::spawn(async move {
+            let mut since_retention = Duration::ZERO;
+            while !shutdown.is_triggered() {
+                runtime::sleep(HOUSEKEEPING_INTERVAL).await;
+                since_retention += HOUSEKEEPING_INTERVAL;
+                let retention_due = since_retention >= RETENTION_INTERVAL;
+                if retention_due {
+                    since_retention = Duration::ZERO;
+                }
+                shard.housekeeping(runtime::now_ms(), retention_due).await;
+            }
+        })
+    };
+
+    while !stop.load(Ordering::Relaxed) {
+        runtime::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::info!(shard = shard.id, "shutting down: no new connections");
+    shutdown.trigger();
+    accept_task.await;
+    housekeeping.await;
+    let mut waited = Duration::ZERO;
+    while connections.get() > 0 && waited < DRAIN_TIMEOUT {
+        runtime::sleep(Duration::from_millis(20)).await;
+        waited += Duration::from_millis(20);
+    }
+    shard.close_logs().await;
+    Ok(())
+}

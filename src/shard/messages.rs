@@ -1,0 +1,144 @@
+//! What shards say to each other over the channel mesh. Everything here is `Send`: payloads are
+//! `Bytes` and `Arc`s, never a shard's own `Rc` state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::metadata::ClusterMetadata;
+use crate::log::AppendInfo;
+
+/// A message on the mesh: a request with an id, or the reply to one.
+pub enum MeshMessage {
+    Request {
+        id: u64,
+        from: usize,
+        request: ShardRequest,
+    },
+    Reply {
+        id: u64,
+        reply: ShardReply,
+    },
+}
+
+pub enum ShardRequest {
+    /// Work on partitions this shard owns, in one round trip.
+    Partitions(Vec<PartitionOp>),
+    /// New metadata from shard 0: adopt it, open logs of new partitions, drop deleted ones.
+    ApplyMetadata(Arc<ClusterMetadata>),
+    /// A metadata change, sent to shard 0 (the only writer).
+    Admin(AdminOp),
+    /// Resolve once any of these partitions has data past the offset, or after the timeout.
+    WaitForData {
+        partitions: Vec<(String, i32, i64)>,
+        timeout_ms: u64,
+    },
+}
+
+pub enum ShardReply {
+    Partitions(Vec<PartitionResult>),
+    Applied,
+    Admin(Result<Arc<ClusterMetadata>, AdminError>),
+    DataAvailable(bool),
+}
+
+/// One partition operation, executed by the partition's owning shard.
+#[derive(Debug, Clone)]
+pub enum PartitionOp {
+    Produce {
+        topic: String,
+        partition: i32,
+        records: Bytes,
+        durable: bool,
+        now_ms: i64,
+    },
+    Fetch {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        max_bytes: usize,
+    },
+    /// timestamp: -1 latest, -2 earliest, -3 max timestamp, else by timestamp.
+    ListOffsets {
+        topic: String,
+        partition: i32,
+        timestamp: i64,
+    },
+    DeleteRecords {
+        topic: String,
+        partition: i32,
+        offset: i64,
+    },
+}
+
+impl PartitionOp {
+    pub fn topic_partition(&self) -> (&str, i32) {
+        match self {
+            PartitionOp::Produce {
+                topic, partition, ..
+            }
+            | PartitionOp::Fetch {
+                topic, partition, ..
+            }
+            | PartitionOp::ListOffsets {
+                topic, partition, ..
+            }
+            | PartitionOp::DeleteRecords {
+                topic, partition, ..
+            } => (topic, *partition),
+        }
+    }
+}
+
+/// A Kafka error code with a message for the operator (and ErrorMessage fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionError {
+    pub code: i16,
+    pub message: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchedData {
+    pub records: Bytes,
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+}
+
+#[derive(Debug, Clone)]
+pub enum PartitionResult {
+    Produce(Result<AppendInfo, PartitionError>),
+    Fetch(Result<FetchedData, PartitionError>),
+    /// (offset, timestamp); offset -1 when no record matches.
+    ListOffsets(Result<(i64, i64), PartitionError>),
+    DeleteRecords(Result<i64, PartitionError>),
+}
+
+#[derive(Debug, Clone)]
+pub enum AdminOp {
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    },
+    DeleteTopic {
+        name: String,
+    },
+    CreatePartitions {
+        name: String,
+        total: i32,
+        validate_only: bool,
+    },
+    SetTopicConfigs {
+        name: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminError {
+    pub code: i16,
+    pub message: String,
+}

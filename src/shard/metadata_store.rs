@@ -1,0 +1,112 @@
+//! The durable copy of the cluster metadata, written by shard 0 only.
+//!
+//! `<data dir>/__ringbroker_metadata/metadata.json`, replaced atomically (write a temporary
+//! file, fsync, rename, fsync the directory), so a crash leaves the old or the new version.
+//! Kafka's `meta.properties` (node.id, cluster.id) is written beside the data as Kafka does.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::metadata::ClusterMetadata;
+use crate::runtime::{self, File};
+
+pub const METADATA_DIR: &str = "__ringbroker_metadata";
+const METADATA_FILE: &str = "metadata.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataStoreError {
+    #[error("cannot access the metadata in {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("the metadata file {path} is corrupt: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+}
+
+fn dir_of(data_dir: &Path) -> PathBuf {
+    data_dir.join(METADATA_DIR)
+}
+
+/// Loads the metadata, or creates it (with a new cluster id) on first start.
+pub async fn load_or_create(
+    data_dir: &Path,
+    node_id: i32,
+) -> Result<ClusterMetadata, MetadataStoreError> {
+    let dir = dir_of(data_dir);
+    let path = dir.join(METADATA_FILE);
+    let io_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| MetadataStoreError::Io { path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    if !path.exists() {
+        let meta = ClusterMetadata::new(new_cluster_id());
+        save(data_dir, &meta).await?;
+        write_meta_properties(data_dir, node_id, &meta.cluster_id).map_err(io_err(data_dir))?;
+        return Ok(meta);
+    }
+    let file = File::open_existing(&path).await.map_err(io_err(&path))?;
+    let size = file.size().await.map_err(io_err(&path))?;
+    let bytes = file
+        .read_at(0, size as usize)
+        .await
+        .map_err(io_err(&path))?;
+    file.close().await.map_err(io_err(&path))?;
+    serde_json::from_slice(&bytes).map_err(|e| MetadataStoreError::Corrupt {
+        path,
+        reason: e.to_string(),
+    })
+}
+
+/// Reads the metadata without creating anything (shards other than 0 at startup).
+pub async fn load_existing(data_dir: &Path) -> Result<Option<ClusterMetadata>, MetadataStoreError> {
+    let path = dir_of(data_dir).join(METADATA_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let err = |source| MetadataStoreError::Io {
+        path: path.clone(),
+        source,
+    };
+    let file = File::open_existing(&path).await.map_err(err)?;
+    let size = file.size().await.map_err(err)?;
+    let bytes = file.read_at(0, size as usize).await.map_err(err)?;
+    file.close().await.map_err(err)?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| MetadataStoreError::Corrupt {
+            path: path.clone(),
+            reason: e.to_string(),
+        })
+}
+
+/// Replaces the stored metadata atomically and durably.
+pub async fn save(data_dir: &Path, meta: &ClusterMetadata) -> Result<(), MetadataStoreError> {
+    let dir = dir_of(data_dir);
+    let tmp = dir.join(format!("{METADATA_FILE}.tmp"));
+    let path = dir.join(METADATA_FILE);
+    let err = |source| MetadataStoreError::Io {
+        path: path.clone(),
+        source,
+    };
+    let bytes = serde_json::to_vec_pretty(meta).map_err(|e| MetadataStoreError::Corrupt {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    let file = File::open_or_create(&tmp).await.map_err(err)?;
+    file.truncate(0).await.map_err(err)?;
+    file.write_all_at(bytes, 0).await.map_err(err)?;
+    file.fdatasync().await.map_err(err)?;
+    file.close().await.map_err(err)?;
+    runtime::rename(&tmp, &path).await.map_err(err)?;
+    runtime::sync_dir(&dir).await.map_err(err)
+}
+
+fn new_cluster_id() -> String {
+    // Kafka cluster ids are 16 random bytes in URL-safe base64 (22 characters); a UUID's
+    // simple form is as unique and as opaque to clients.
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn write_meta_properties(data_dir: &Path, node_id: i32, cluster_id: &str) -> io::Result<()> {
+    let text = format!("version=1\nnode.id={node_id}\ncluster.id={cluster_id}\n");
+    std::fs::write(data_dir.join("meta.properties"), text)
+}

@@ -1,0 +1,688 @@
+//! A shard: the partitions one core owns, its copy of the metadata, and the routing of work to
+//! other shards over the channel mesh.
+//!
+//! Everything in a `Shard` is owned by its executor thread (hence `Rc`/`RefCell`). A request
+//! touching partitions of other shards is split by owner, sent as one message per shard, and
+//! the replies are merged: one round trip per shard involved. Shard 0 is the only writer of
+//! the metadata; it persists each change and then hands the new version to every shard.
+
+pub mod messages;
+pub mod metadata;
+pub mod metadata_store;
+pub mod partition;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+
+use crate::config::{topic_log_config, BrokerConfig};
+use crate::log::{partition_dir_name, AppendOptions, Log, LogError};
+use crate::runtime::{self, Inbox, ShardContext};
+use crate::util::local_oneshot;
+use messages::{
+    AdminError, AdminOp, FetchedData, MeshMessage, PartitionError, PartitionOp, PartitionResult,
+    ShardReply, ShardRequest,
+};
+use metadata::{ClusterMetadata, MetadataError};
+use partition::Partition;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    #[error(transparent)]
+    Metadata(#[from] metadata_store::MetadataStoreError),
+    #[error("cannot open the log of {topic}-{partition}: {source}")]
+    OpenLog {
+        topic: String,
+        partition: i32,
+        source: LogError,
+    },
+    #[error("topic {topic} has an invalid config: {reason}")]
+    TopicConfig { topic: String, reason: String },
+}
+
+type PartitionKey = (String, i32);
+
+pub struct Shard {
+    pub id: usize,
+    pub count: usize,
+    pub config: BrokerConfig,
+    metadata: RefCell<Arc<ClusterMetadata>>,
+    partitions: RefCell<HashMap<PartitionKey, Rc<Partition>>>,
+    ctx: ShardContext<MeshMessage>,
+    pending: RefCell<HashMap<u64, local_oneshot::Sender<ShardReply>>>,
+    next_request_id: Cell<u64>,
+    /// Shard 0 applies admin changes one at a time.
+    admin_busy: Cell<bool>,
+    admin_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+}
+
+impl Shard {
+    /// Loads the metadata and opens the logs this shard owns. Returns the shard and its mesh
+    /// inboxes (to be drained by [`Shard::serve_mesh`]).
+    pub async fn start(
+        mut ctx: ShardContext<MeshMessage>,
+        config: BrokerConfig,
+    ) -> Result<(Rc<Shard>, Vec<Inbox<MeshMessage>>), ShardError> {
+        let id = ctx.id();
+        let count = ctx.count();
+        let inboxes = ctx.take_inboxes();
+        // Shard 0 creates the metadata on first start; the others read what it wrote. They
+        // start at the same time, so a missing file on shard ≠ 0 means "not yet": wait.
+        let meta = if id == 0 {
+            metadata_store::load_or_create(&config.data_dir, config.node_id).await?
+        } else {
+            let mut tries = 0;
+            loop {
+                if let Some(m) = metadata_store::load_existing(&config.data_dir).await? {
+                    break m;
+                }
+                tries += 1;
+                if tries > 500 {
+                    break ClusterMetadata::new(String::new());
+                }
+                runtime::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let shard = Rc::new(Shard {
+            id,
+            count,
+            config,
+            metadata: RefCell::new(Arc::new(meta)),
+            partitions: RefCell::new(HashMap::new()),
+            ctx,
+            pending: RefCell::new(HashMap::new()),
+            next_request_id: Cell::new(0),
+            admin_busy: Cell::new(false),
+            admin_waiters: RefCell::new(Vec::new()),
+        });
+        let meta = shard.metadata();
+        shard.open_owned_logs(&meta).await?;
+        Ok((shard, inboxes))
+    }
+
+    pub fn metadata(&self) -> Arc<ClusterMetadata> {
+        Arc::clone(&self.metadata.borrow())
+    }
+
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Rc<Partition>> {
+        self.partitions
+            .borrow()
+            .get(&(topic.to_string(), index))
+            .cloned()
+    }
+
+    /// All partitions this shard owns.
+    pub fn owned_partitions(&self) -> Vec<Rc<Partition>> {
+        self.partitions.borrow().values().cloned().collect()
+    }
+
+    fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
+        self.config.data_dir.join(partition_dir_name(topic, index))
+    }
+
+    /// Opens the logs of partitions this shard owns in `meta` and has not opened yet, applies
+    /// topic configs to open ones, and closes and deletes logs of partitions that are gone.
+    async fn open_owned_logs(&self, meta: &ClusterMetadata) -> Result<(), ShardError> {
+        let mut wanted = Vec::new();
+        for topic in meta.topics.values() {
+            let log_config =
+                topic_log_config(&self.config.log_defaults, &topic.configs).map_err(|e| {
+                    ShardError::TopicConfig {
+                        topic: topic.name.clone(),
+                        reason: e.to_string(),
+                    }
+                })?;
+            for (i, p) in topic.partitions.iter().enumerate() {
+                if p.shard == self.id {
+                    wanted.push((topic.name.clone(), i as i32, log_config.clone()));
+                }
+            }
+        }
+        for (topic, index, log_config) in &wanted {
+            if let Some(p) = self.partition(topic, *index) {
+                if p.log.config() != *log_config {
+                    p.log.set_config(log_config.clone());
+                }
+                continue;
+            }
+            let dir = self.partition_dir(topic, *index);
+            let log = Log::open(&dir, log_config.clone())
+                .await
+                .map_err(|source| ShardError::OpenLog {
+                    topic: topic.clone(),
+                    partition: *index,
+                    source,
+                })?;
+            self.partitions.borrow_mut().insert(
+                (topic.clone(), *index),
+                Rc::new(Partition::new(topic.clone(), *index, log)),
+            );
+        }
+        let gone: Vec<(PartitionKey, Rc<Partition>)> = self
+            .partitions
+            .borrow()
+            .iter()
+            .filter(|((t, i), _)| meta.shard_of(t, *i) != Some(self.id))
+            .map(|(k, p)| (k.clone(), Rc::clone(p)))
+            .collect();
+        for (key, p) in gone {
+            self.partitions.borrow_mut().remove(&key);
+            p.notify_append();
+            if let Err(e) = p.log.close().await {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "closing a deleted partition");
+            }
+            let dir = self.partition_dir(&key.0, key.1);
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not delete a deleted partition's directory");
+            }
+        }
+        Ok(())
+    }
+
+    /// Drains the mesh inboxes: requests run as their own tasks, replies complete waiters.
+    pub fn serve_mesh(self: &Rc<Self>, inboxes: Vec<Inbox<MeshMessage>>) {
+        for inbox in inboxes {
+            let shard = Rc::clone(self);
+            runtime::spawn_detached(async move {
+                while let Some(msg) = inbox.recv().await {
+                    match msg {
+                        MeshMessage::Reply { id, reply } => {
+                            if let Some(tx) = shard.pending.borrow_mut().remove(&id) {
+                                tx.send(reply);
+                            }
+                        }
+                        MeshMessage::Request { id, from, request } => {
+                            let shard = Rc::clone(&shard);
+                            runtime::spawn_detached(async move {
+                                let reply = shard.execute_request(request).await;
+                                if shard
+                                    .ctx
+                                    .send_to(from, MeshMessage::Reply { id, reply })
+                                    .await
+                                    .is_err()
+                                {
+                                    tracing::warn!(
+                                        to = from,
+                                        "could not deliver a reply to a shard"
+                                    );
+                                }
+                            });
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    /// Sends a request to another shard and waits for its reply.
+    async fn request(&self, to: usize, request: ShardRequest) -> Option<ShardReply> {
+        let id = self.next_request_id.get();
+        self.next_request_id.set(id + 1);
+        let (tx, rx) = local_oneshot::channel();
+        self.pending.borrow_mut().insert(id, tx);
+        let msg = MeshMessage::Request {
+            id,
+            from: self.id,
+            request,
+        };
+        if self.ctx.send_to(to, msg).await.is_err() {
+            self.pending.borrow_mut().remove(&id);
+            return None;
+        }
+        rx.await
+    }
+
+    async fn execute_request(self: &Rc<Self>, request: ShardRequest) -> ShardReply {
+        match request {
+            ShardRequest::Partitions(ops) => {
+                let mut tasks = Vec::with_capacity(ops.len());
+                for op in ops {
+                    let shard = Rc::clone(self);
+                    tasks.push(runtime::spawn(async move { shard.execute_local(op).await }));
+                }
+                let mut results = Vec::with_capacity(tasks.len());
+                for t in tasks {
+                    results.push(t.await);
+                }
+                ShardReply::Partitions(results)
+            }
+            ShardRequest::ApplyMetadata(meta) => {
+                self.adopt_metadata(meta).await;
+                ShardReply::Applied
+            }
+            ShardRequest::Admin(op) => ShardReply::Admin(self.execute_admin(op).await),
+            ShardRequest::WaitForData {
+                partitions,
+                timeout_ms,
+            } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms).await),
+        }
+    }
+
+    /// Runs partition operations wherever their partitions live; results come back in the
+    /// order of `ops`. Local ones run here, the rest go out as one message per shard.
+    pub async fn run_partition_ops(self: &Rc<Self>, ops: Vec<PartitionOp>) -> Vec<PartitionResult> {
+        let meta = self.metadata();
+        let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::new();
+        let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
+        for (i, op) in ops.into_iter().enumerate() {
+            let (topic, partition) = op.topic_partition();
+            match meta.shard_of(topic, partition) {
+                Some(owner) => by_shard.entry(owner).or_default().push((i, op)),
+                None => results[i] = Some(unknown_partition_result(&op)),
+            }
+        }
+        let mut tasks = Vec::new();
+        for (owner, batch) in by_shard {
+            let shard = Rc::clone(self);
+            tasks.push(runtime::spawn(async move {
+                let (indexes, ops): (Vec<usize>, Vec<PartitionOp>) = batch.into_iter().unzip();
+                let fallback: Vec<PartitionResult> = ops.iter().map(unavailable_result).collect();
+                let out = if owner == shard.id {
+                    match shard.execute_request(ShardRequest::Partitions(ops)).await {
+                        ShardReply::Partitions(r) => r,
+                        _ => fallback,
+                    }
+                } else {
+                    match shard.request(owner, ShardRequest::Partitions(ops)).await {
+                        Some(ShardReply::Partitions(r)) if r.len() == indexes.len() => r,
+                        _ => fallback,
+                    }
+                };
+                indexes.into_iter().zip(out).collect::<Vec<_>>()
+            }));
+        }
+        for t in tasks {
+            for (i, r) in t.await {
+                results[i] = Some(r);
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or(PartitionResult::Fetch(Err(PartitionError {
+                    code: ResponseError::UnknownServerError.code(),
+                    message: "no result".to_string(),
+                })))
+            })
+            .collect()
+    }
+
+    /// Executes one operation on a partition of this shard.
+    async fn execute_local(self: &Rc<Self>, op: PartitionOp) -> PartitionResult {
+        let (topic, index) = op.topic_partition();
+        let Some(p) = self.partition(topic, index) else {
+            return unknown_partition_result(&op);
+        };
+        match op {
+            PartitionOp::Produce {
+                records,
+                durable,
+                now_ms,
+                ..
+            } => {
+                let result = p
+                    .log
+                    .append(&records, AppendOptions { durable, now_ms })
+                    .await;
+                if result.is_ok() {
+                    p.notify_append();
+                }
+                PartitionResult::Produce(result.map_err(log_error))
+            }
+            PartitionOp::Fetch {
+                offset, max_bytes, ..
+            } => {
+                let result = p.log.read(offset, max_bytes, None).await;
+                PartitionResult::Fetch(
+                    result
+                        .map(|r| FetchedData {
+                            records: r.records,
+                            high_watermark: r.log_end_offset,
+                            log_start_offset: r.log_start_offset,
+                        })
+                        .map_err(log_error),
+                )
+            }
+            PartitionOp::ListOffsets { timestamp, .. } => {
+                let o = p.log.offsets();
+                let result = match timestamp {
+                    -1 => Ok((o.written_end_offset, -1)),
+                    -2 => Ok((o.log_start_offset, -1)),
+                    -3 => Ok(p.log.max_timestamp().unwrap_or((-1, -1))),
+                    ts => p
+                        .log
+                        .offset_for_timestamp(ts)
+                        .await
+                        .map(|found| found.unwrap_or((-1, -1)))
+                        .map_err(log_error),
+                };
+                PartitionResult::ListOffsets(result)
+            }
+            PartitionOp::DeleteRecords { offset, .. } => {
+                let target = if offset == -1 {
+                    p.log.offsets().written_end_offset
+                } else {
+                    offset
+                };
+                PartitionResult::DeleteRecords(
+                    p.log.delete_records_before(target).await.map_err(log_error),
+                )
+            }
+        }
+    }
+
+    /// Waits until one of `partitions` (topic, partition, offset) has data at or past its
+    /// offset, on whichever shards they live, or until `timeout`. Returns whether data came.
+    pub async fn wait_for_data(
+        self: &Rc<Self>,
+        partitions: Vec<(String, i32, i64)>,
+        timeout: Duration,
+    ) -> bool {
+        let meta = self.metadata();
+        let mut by_shard: HashMap<usize, Vec<(String, i32, i64)>> = HashMap::new();
+        for (t, p, o) in partitions {
+            if let Some(owner) = meta.shard_of(&t, p) {
+                by_shard.entry(owner).or_default().push((t, p, o));
+            }
+        }
+        if by_shard.is_empty() {
+            runtime::sleep(timeout).await;
+            return false;
+        }
+        let (tx, rx) = runtime::local_channel::<bool>(by_shard.len());
+        let tx = Rc::new(tx);
+        let waiting = by_shard.len();
+        let timeout_ms = timeout.as_millis() as u64;
+        for (owner, parts) in by_shard {
+            let shard = Rc::clone(self);
+            let tx_clone = Rc::clone(&tx);
+            runtime::spawn_detached(async move {
+                let got = if owner == shard.id {
+                    shard.wait_local(&parts, timeout_ms).await
+                } else {
+                    matches!(
+                        shard
+                            .request(
+                                owner,
+                                ShardRequest::WaitForData {
+                                    partitions: parts,
+                                    timeout_ms,
+                                },
+                            )
+                            .await,
+                        Some(ShardReply::DataAvailable(true))
+                    )
+                };
+                let _ = tx_clone.send(got).await;
+            });
+        }
+        drop(tx);
+        for _ in 0..waiting {
+            match rx.recv().await {
+                Some(true) => return true,
+                Some(false) => {}
+                None => return false,
+            }
+        }
+        false
+    }
+
+    async fn wait_local(&self, partitions: &[(String, i32, i64)], timeout_ms: u64) -> bool {
+        let mut waits = Vec::new();
+        for (t, i, offset) in partitions {
+            let Some(p) = self.partition(t, *i) else {
+                continue;
+            };
+            if p.log.offsets().written_end_offset > *offset {
+                return true;
+            }
+            waits.push(p.wait_for_append());
+        }
+        if waits.is_empty() {
+            return false;
+        }
+        let any_append = async {
+            let (tx, rx) = runtime::local_channel::<()>(waits.len());
+            let tx = Rc::new(tx);
+            for w in waits {
+                let tx = Rc::clone(&tx);
+                runtime::spawn_detached(async move {
+                    if w.await.is_some() {
+                        let _ = tx.send(()).await;
+                    }
+                });
+            }
+            rx.recv().await.is_some()
+        };
+        let timeout = async {
+            runtime::sleep(Duration::from_millis(timeout_ms)).await;
+            false
+        };
+        futures_lite::future::or(any_append, timeout).await
+    }
+
+    /// Applies a metadata change: on shard 0 directly, elsewhere by asking shard 0.
+    pub async fn admin(self: &Rc<Self>, op: AdminOp) -> Result<Arc<ClusterMetadata>, AdminError> {
+        if self.id == 0 {
+            return self.execute_admin(op).await;
+        }
+        match self.request(0, ShardRequest::Admin(op)).await {
+            Some(ShardReply::Admin(r)) => r,
+            _ => Err(AdminError {
+                code: ResponseError::UnknownServerError.code(),
+                message: "shard 0 did not answer".to_string(),
+            }),
+        }
+    }
+
+    /// Shard 0 only: validates and applies one change, persists it, and hands the new metadata
+    /// to every shard before answering.
+    async fn execute_admin(
+        self: &Rc<Self>,
+        op: AdminOp,
+    ) -> Result<Arc<ClusterMetadata>, AdminError> {
+        while self.admin_busy.get() {
+            let (tx, rx) = local_oneshot::channel();
+            self.admin_waiters.borrow_mut().push(tx);
+            rx.await;
+        }
+        self.admin_busy.set(true);
+        let result = self.execute_admin_exclusive(op).await;
+        self.admin_busy.set(false);
+        for w in self.admin_waiters.borrow_mut().drain(..) {
+            w.send(());
+        }
+        result
+    }
+
+    async fn execute_admin_exclusive(
+        self: &Rc<Self>,
+        op: AdminOp,
+    ) -> Result<Arc<ClusterMetadata>, AdminError> {
+        let current = self.metadata();
+        let (next, validate_only) = match op {
+            AdminOp::CreateTopic {
+                name,
+                partitions,
+                configs,
+                validate_only,
+            } => {
+                topic_log_config(&self.config.log_defaults, &configs).map_err(|e| AdminError {
+                    code: ResponseError::InvalidConfig.code(),
+                    message: e.to_string(),
+                })?;
+                let next = current
+                    .with_topic(&name, partitions, configs, self.count, uuid::Uuid::new_v4())
+                    .map_err(metadata_error)?;
+                (next, validate_only)
+            }
+            AdminOp::DeleteTopic { name } => {
+                (current.without_topic(&name).map_err(metadata_error)?, false)
+            }
+            AdminOp::CreatePartitions {
+                name,
+                total,
+                validate_only,
+            } => (
+                current
+                    .with_partition_count(&name, total, self.count)
+                    .map_err(metadata_error)?,
+                validate_only,
+            ),
+            AdminOp::SetTopicConfigs {
+                name,
+                configs,
+                validate_only,
+            } => {
+                topic_log_config(&self.config.log_defaults, &configs).map_err(|e| AdminError {
+                    code: ResponseError::InvalidConfig.code(),
+                    message: e.to_string(),
+                })?;
+                (
+                    current
+                        .with_topic_configs(&name, configs)
+                        .map_err(metadata_error)?,
+                    validate_only,
+                )
+            }
+        };
+        let next = Arc::new(next);
+        if validate_only {
+            return Ok(next);
+        }
+        metadata_store::save(&self.config.data_dir, &next)
+            .await
+            .map_err(|e| AdminError {
+                code: ResponseError::KafkaStorageError.code(),
+                message: e.to_string(),
+            })?;
+        self.broadcast_metadata(Arc::clone(&next)).await;
+        Ok(next)
+    }
+
+    /// Hands `meta` to every shard (this one included) and waits until all have applied it.
+    async fn broadcast_metadata(self: &Rc<Self>, meta: Arc<ClusterMetadata>) {
+        let mut tasks = Vec::new();
+        for to in 0..self.count {
+            if to == self.id {
+                continue;
+            }
+            let shard = Rc::clone(self);
+            let meta = Arc::clone(&meta);
+            tasks.push(runtime::spawn(async move {
+                shard.request(to, ShardRequest::ApplyMetadata(meta)).await
+            }));
+        }
+        self.adopt_metadata(meta).await;
+        for t in tasks {
+            if t.await.is_none() {
+                tracing::error!("a shard did not acknowledge new metadata");
+            }
+        }
+    }
+
+    async fn adopt_metadata(&self, meta: Arc<ClusterMetadata>) {
+        if meta.version < self.metadata.borrow().version {
+            return;
+        }
+        *self.metadata.borrow_mut() = Arc::clone(&meta);
+        if let Err(e) = self.open_owned_logs(&meta).await {
+            tracing::error!(shard = self.id, error = %e, "could not apply new metadata");
+        }
+    }
+
+    /// Periodic work: flush.ms, retention and checkpoints of every owned log.
+    pub async fn housekeeping(&self, now_ms: i64, retention_due: bool) {
+        for p in self.owned_partitions() {
+            if let Err(e) = p.log.flush_if_due(now_ms).await {
+                tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "scheduled flush failed");
+            }
+            if retention_due {
+                if let Err(e) = p.log.apply_retention(now_ms).await {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "retention failed");
+                }
+                if let Err(e) = p.log.checkpoint().await {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "checkpoint failed");
+                }
+            }
+        }
+    }
+
+    /// Clean shutdown of every owned log (flush, checkpoint, clean-shutdown marker).
+    pub async fn close_logs(&self) {
+        for p in self.owned_partitions() {
+            p.notify_append();
+            if let Err(e) = p.log.close().await {
+                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a log failed");
+            }
+        }
+    }
+}
+
+/// Maps a log error to the Kafka error code a client expects.
+pub fn log_error(e: LogError) -> PartitionError {
+    let code = match &e {
+        LogError::InvalidBatch { .. } => ResponseError::CorruptMessage.code(),
+        LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
+        LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
+        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+        LogError::DiskFull { .. } | LogError::Io { .. } | LogError::Unrecoverable { .. } => {
+            ResponseError::KafkaStorageError.code()
+        }
+        LogError::Closed(_) => ResponseError::NotLeaderOrFollower.code(),
+    };
+    PartitionError {
+        code,
+        message: e.to_string(),
+    }
+}
+
+fn metadata_error(e: MetadataError) -> AdminError {
+    let code = match &e {
+        MetadataError::TopicExists(_) => ResponseError::TopicAlreadyExists.code(),
+        MetadataError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition.code(),
+        MetadataError::InvalidTopic { .. } => ResponseError::InvalidTopicException.code(),
+        MetadataError::InvalidPartitions(_) => ResponseError::InvalidPartitions.code(),
+        MetadataError::InvalidReplicationFactor(_) => {
+            ResponseError::InvalidReplicationFactor.code()
+        }
+        MetadataError::InvalidConfig(_) => ResponseError::InvalidConfig.code(),
+    };
+    AdminError {
+        code,
+        message: e.to_string(),
+    }
+}
+
+fn error_result(op: &PartitionOp, code: i16, message: String) -> PartitionResult {
+    let err = PartitionError { code, message };
+    match op {
+        PartitionOp::Produce { .. } => PartitionResult::Produce(Err(err)),
+        PartitionOp::Fetch { .. } => PartitionResult::Fetch(Err(err)),
+        PartitionOp::ListOffsets { .. } => PartitionResult::ListOffsets(Err(err)),
+        PartitionOp::DeleteRecords { .. } => PartitionResult::DeleteRecords(Err(err)),
+    }
+}
+
+fn unknown_partition_result(op: &PartitionOp) -> PartitionResult {
+    let (t, p) = op.topic_partition();
+    error_result(
+        op,
+        ResponseError::UnknownTopicOrPartition.code(),
+        format!("{t}-{p} does not exist"),
+    )
+}
+
+fn unavailable_result(op: &PartitionOp) -> PartitionResult {
+    let (t, p) = op.topic_partition();
+    error_result(
+        op,
+        ResponseError::NotLeaderOrFollower.code(),
+        format!("the shard owning {t}-{p} did not answer"),
+    )
+}
