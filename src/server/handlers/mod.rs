@@ -169,12 +169,17 @@ pub async fn dispatch(
         ApiKey::ApiVersions => Some(api_versions::handle(&req)?),
         ApiKey::Metadata => Some(metadata::handle(&req).await?),
         ApiKey::CreateTopics => Some(create_topics::handle(&req).await?),
+        ApiKey::Produce if legacy_produce => produce::handle_legacy(&req).await?,
         ApiKey::Produce => produce::handle(&req).await?,
         ApiKey::Fetch => Some(fetch::handle(&req).await?),
         ApiKey::ListOffsets => Some(list_offsets::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
-    let header_version = api.response_header_version(version);
+    let header_version = if legacy_produce {
+        0
+    } else {
+        api.response_header_version(version)
+    };
     Ok(body.map(|b| frame_response(frame.correlation_id, header_version, &b)))
 }
 

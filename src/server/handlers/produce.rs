@@ -12,11 +12,110 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::ResponseError;
 
 use super::{str_bytes, HandlerError, Request};
+use crate::protocol::legacy::convert_message_set;
+use crate::protocol::legacy_produce::{
+    decode_produce_v0_2, encode_produce_response_v0_2, LegacyPartitionResponse,
+};
 use crate::runtime;
 use crate::shard::messages::{PartitionOp, PartitionResult};
 
 /// Whether Produce v0–v2 (legacy message sets) are served.
-pub const LEGACY_SUPPORTED: bool = false;
+pub const LEGACY_SUPPORTED: bool = true;
+
+/// Largest decompressed size of one legacy message set.
+const LEGACY_MAX_DECOMPRESSED: usize = 64 << 20;
+
+/// Produce v0–v2: legacy MessageSets (magic 0/1), converted to one v2 batch per partition on
+/// ingest (keeping the codec), then appended like any batch.
+pub async fn handle_legacy(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
+    let version = req.version();
+    let mut body = req.frame.body.clone();
+    let request = decode_produce_v0_2(&mut body, version).map_err(|e| HandlerError::Decode {
+        api: req.api,
+        version,
+        reason: e.to_string(),
+    })?;
+    let shard = req.shard;
+    let acks = request.acks;
+    let durable = acks == -1 && shard.config.fsync_on_acks_all;
+    let now_ms = runtime::now_ms();
+    let mut ops = Vec::new();
+    let mut outcome: Vec<Vec<Option<LegacyPartitionResponse>>> = Vec::new();
+    for topic in &request.topics {
+        let mut early = Vec::new();
+        for part in &topic.partitions {
+            let failed = |code: i16| {
+                Some(LegacyPartitionResponse {
+                    partition: part.partition,
+                    error_code: code,
+                    base_offset: -1,
+                    log_append_time_ms: -1,
+                })
+            };
+            if !matches!(acks, -1..=1) {
+                early.push(failed(ResponseError::InvalidRequiredAcks.code()));
+                continue;
+            }
+            let Some(records) = part.records.as_ref().filter(|r| !r.is_empty()) else {
+                early.push(failed(ResponseError::InvalidRecord.code()));
+                continue;
+            };
+            match convert_message_set(records, LEGACY_MAX_DECOMPRESSED, now_ms) {
+                Ok(converted) => {
+                    early.push(None);
+                    ops.push(PartitionOp::Produce {
+                        topic: topic.name.clone(),
+                        partition: part.partition,
+                        records: Bytes::from(converted.batch),
+                        durable,
+                        now_ms,
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!(topic = %topic.name, partition = part.partition, error = %e, "rejected legacy message set");
+                    early.push(failed(ResponseError::CorruptMessage.code()));
+                }
+            }
+        }
+        outcome.push(early);
+    }
+    let mut results = shard.run_partition_ops(ops).await.into_iter();
+    if acks == 0 {
+        return Ok(None);
+    }
+    let mut topics = Vec::new();
+    for (topic, early) in request.topics.iter().zip(outcome) {
+        let mut parts = Vec::new();
+        for (part, e) in topic.partitions.iter().zip(early) {
+            let r = match e {
+                Some(r) => r,
+                None => match results.next() {
+                    Some(PartitionResult::Produce(Ok(info))) => LegacyPartitionResponse {
+                        partition: part.partition,
+                        error_code: 0,
+                        base_offset: info.base_offset,
+                        log_append_time_ms: info.log_append_time_ms,
+                    },
+                    Some(PartitionResult::Produce(Err(e))) => LegacyPartitionResponse {
+                        partition: part.partition,
+                        error_code: e.code,
+                        base_offset: -1,
+                        log_append_time_ms: -1,
+                    },
+                    _ => LegacyPartitionResponse {
+                        partition: part.partition,
+                        error_code: ResponseError::UnknownServerError.code(),
+                        base_offset: -1,
+                        log_append_time_ms: -1,
+                    },
+                },
+            };
+            parts.push(r);
+        }
+        topics.push((topic.name.clone(), parts));
+    }
+    Ok(Some(encode_produce_response_v0_2(version, &topics, 0)))
+}
 
 pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
     let request: ProduceRequest = req.decode()?;
