@@ -3,6 +3,7 @@
 //! - [`runtime`]: the only module that touches glommio (shards, mesh, timers, files)
 //! - [`protocol`]: the Kafka wire formats (record batches for now)
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
+pub mod alloc_guard;
 pub mod config;
 pub mod log;
 pub mod protocol;

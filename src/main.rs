@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Survives `Vec::with_capacity(n)` with `n` read off the wire (see alloc_guard.rs).
+#[global_allocator]
+static ALLOCATOR: ringbroker::alloc_guard::GuardedAllocator =
+    ringbroker::alloc_guard::GuardedAllocator;
+
 #[derive(Parser)]
 #[command(
     name = "ringbroker",
