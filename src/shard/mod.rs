@@ -433,7 +433,8 @@ impl Shard {
     }
 
     async fn wait_local(&self, partitions: &[(String, i32, i64)], timeout_ms: u64) -> bool {
-        let mut waits = Vec::new();
+        let (waker, woken) = partition::AppendWaker::new();
+        let mut watching = false;
         for (t, i, offset) in partitions {
             let Some(p) = self.partition(t, *i) else {
                 continue;
@@ -441,29 +442,19 @@ impl Shard {
             if p.log.offsets().written_end_offset > *offset {
                 return true;
             }
-            waits.push(p.wait_for_append());
+            p.watch_appends(&waker);
+            watching = true;
         }
-        if waits.is_empty() {
+        if !watching {
             return false;
         }
-        let any_append = async {
-            let (tx, rx) = runtime::local_channel::<()>(waits.len());
-            let tx = Rc::new(tx);
-            for w in waits {
-                let tx = Rc::clone(&tx);
-                runtime::spawn_detached(async move {
-                    if w.await.is_some() {
-                        let _ = tx.send(()).await;
-                    }
-                });
-            }
-            rx.recv().await.is_some()
-        };
+        let appended = async { woken.await.is_some() };
         let timeout = async {
             runtime::sleep(Duration::from_millis(timeout_ms)).await;
             false
         };
-        futures_lite::future::or(any_append, timeout).await
+        // Dropping `waker` on return unregisters it from every partition.
+        futures_lite::future::or(appended, timeout).await
     }
 
     /// Applies a metadata change: on shard 0 directly, elsewhere by asking shard 0.

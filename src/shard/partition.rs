@@ -1,16 +1,43 @@
 //! A partition as its owning shard holds it: the log plus the fetchers waiting for new data.
 
 use std::cell::RefCell;
+use std::rc::{Rc, Weak};
 
 use crate::log::Log;
 use crate::util::local_oneshot;
+
+/// Wakes one long-polling fetch when any of the partitions it watches gets data. The fetch
+/// holds the only strong reference; partitions hold weak ones, so a fetch that timed out
+/// leaves nothing behind but a dead weak pointer, pruned on the next registration.
+pub struct AppendWaker {
+    tx: RefCell<Option<local_oneshot::Sender<()>>>,
+}
+
+impl AppendWaker {
+    /// A waker and the future it completes.
+    pub fn new() -> (Rc<AppendWaker>, local_oneshot::Receiver<()>) {
+        let (tx, rx) = local_oneshot::channel();
+        (
+            Rc::new(AppendWaker {
+                tx: RefCell::new(Some(tx)),
+            }),
+            rx,
+        )
+    }
+
+    fn wake(&self) {
+        if let Some(tx) = self.tx.borrow_mut().take() {
+            tx.send(());
+        }
+    }
+}
 
 pub struct Partition {
     pub topic: String,
     pub index: i32,
     pub log: Log,
     /// Long-polling fetchers waiting for the next append.
-    waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    waiters: RefCell<Vec<Weak<AppendWaker>>>,
 }
 
 impl Partition {
@@ -23,18 +50,57 @@ impl Partition {
         }
     }
 
-    /// Resolves at the next successful append (or when the partition goes away).
-    pub fn wait_for_append(&self) -> local_oneshot::Receiver<()> {
-        let (tx, rx) = local_oneshot::channel();
-        self.waiters.borrow_mut().push(tx);
-        rx
+    /// Wakes `waker` at the next successful append (or when the partition goes away).
+    pub fn watch_appends(&self, waker: &Rc<AppendWaker>) {
+        let mut waiters = self.waiters.borrow_mut();
+        waiters.retain(|w| w.strong_count() > 0);
+        waiters.push(Rc::downgrade(waker));
     }
 
     /// Wakes every waiting fetcher.
     pub fn notify_append(&self) {
         let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
-        for w in waiters {
-            w.send(());
+        for w in waiters.iter().filter_map(Weak::upgrade) {
+            w.wake();
         }
+    }
+
+    /// Fetchers currently registered (for tests and metrics).
+    pub fn watcher_count(&self) -> usize {
+        self.waiters
+            .borrow()
+            .iter()
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::LogConfig;
+
+    #[test]
+    fn timed_out_fetchers_leave_nothing_behind_and_appends_wake_watchers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        crate::runtime::block_on(async {
+            let log = Log::open(dir.path(), LogConfig::default())
+                .await
+                .expect("open");
+            let p = Partition::new("t".into(), 0, log);
+            for _ in 0..100 {
+                let (waker, _rx) = AppendWaker::new();
+                p.watch_appends(&waker);
+                // The fetch times out: waker and receiver are dropped.
+            }
+            let (waker, rx) = AppendWaker::new();
+            p.watch_appends(&waker);
+            assert_eq!(p.watcher_count(), 1);
+            assert!(p.waiters.borrow().len() <= 2, "dead entries are pruned");
+            p.notify_append();
+            assert_eq!(rx.await, Some(()));
+            assert_eq!(p.watcher_count(), 0);
+        })
+        .expect("executor");
     }
 }
