@@ -1,9 +1,16 @@
 //! One file per Kafka API. The table below is the single list of what the broker serves:
 //! ApiVersions is derived from it, and a key that is not here is not advertised.
 
+pub mod alter_configs;
 pub mod api_versions;
+pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_records;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
 pub mod fetch;
+pub mod incremental_alter_configs;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -58,6 +65,41 @@ pub const APIS: &[ApiSpec] = &[
         key: ApiKey::CreateTopics,
         min_version: 2,
         max_version: 7,
+    },
+    ApiSpec {
+        key: ApiKey::DeleteTopics,
+        min_version: 1,
+        max_version: 6,
+    },
+    ApiSpec {
+        key: ApiKey::DeleteRecords,
+        min_version: 0,
+        max_version: 2,
+    },
+    ApiSpec {
+        key: ApiKey::DescribeConfigs,
+        min_version: 1,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::AlterConfigs,
+        min_version: 0,
+        max_version: 2,
+    },
+    ApiSpec {
+        key: ApiKey::CreatePartitions,
+        min_version: 0,
+        max_version: 3,
+    },
+    ApiSpec {
+        key: ApiKey::IncrementalAlterConfigs,
+        min_version: 0,
+        max_version: 1,
+    },
+    ApiSpec {
+        key: ApiKey::DescribeCluster,
+        min_version: 0,
+        max_version: 1,
     },
 ];
 
@@ -173,6 +215,13 @@ pub async fn dispatch(
         ApiKey::Produce => produce::handle(&req).await?,
         ApiKey::Fetch => Some(fetch::handle(&req).await?),
         ApiKey::ListOffsets => Some(list_offsets::handle(&req).await?),
+        ApiKey::DeleteTopics => Some(delete_topics::handle(&req).await?),
+        ApiKey::DeleteRecords => Some(delete_records::handle(&req).await?),
+        ApiKey::DescribeConfigs => Some(describe_configs::handle(&req)?),
+        ApiKey::AlterConfigs => Some(alter_configs::handle(&req).await?),
+        ApiKey::CreatePartitions => Some(create_partitions::handle(&req).await?),
+        ApiKey::IncrementalAlterConfigs => Some(incremental_alter_configs::handle(&req).await?),
+        ApiKey::DescribeCluster => Some(describe_cluster::handle(&req)?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
     let header_version = if legacy_produce {

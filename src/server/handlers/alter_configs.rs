@@ -1,0 +1,178 @@
+//! AlterConfigs (key 33): replaces a topic's whole set of config overrides (Kafka's legacy
+//! semantics: a property left out goes back to its default). The owning shards apply the new
+//! config to the open logs when the metadata change reaches them. Broker properties are static
+//! (config file, `--set`): altering them is INVALID_REQUEST.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+use kafka_protocol::messages::alter_configs_request::{AlterConfigsRequest, AlterConfigsResource};
+use kafka_protocol::messages::alter_configs_response::{
+    AlterConfigsResourceResponse, AlterConfigsResponse,
+};
+use kafka_protocol::ResponseError;
+
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC};
+use super::{str_bytes, HandlerError, Request};
+use crate::config::{topic_log_config, TOPIC_PROPERTIES};
+use crate::shard::messages::AdminOp;
+
+/// A Kafka error code and the message that goes with it.
+pub(super) type Failure = (i16, String);
+
+pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let request: AlterConfigsRequest = req.decode()?;
+    let duplicates = duplicate_resources(
+        request
+            .resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.as_str())),
+    );
+    let mut response = AlterConfigsResponse::default();
+    for resource in &request.resources {
+        let name = resource.resource_name.as_str();
+        let outcome = if duplicates.contains(&(resource.resource_type, name.to_string())) {
+            Err(duplicate_resource_error())
+        } else {
+            alter(req, resource, request.validate_only).await
+        };
+        let mut r = AlterConfigsResourceResponse::default();
+        r.resource_type = resource.resource_type;
+        r.resource_name = resource.resource_name.clone();
+        match outcome {
+            Ok(()) => r.error_message = None,
+            Err((code, message)) => {
+                r.error_code = code;
+                r.error_message = Some(str_bytes(message));
+            }
+        }
+        response.responses.push(r);
+    }
+    req.encode(&response)
+}
+
+/// Replaces the overrides of the topic one resource names.
+async fn alter(
+    req: &Request<'_>,
+    resource: &AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), Failure> {
+    let name = resource.resource_name.as_str();
+    existing_topic_configs(req, resource.resource_type, name)?;
+    let mut configs = BTreeMap::new();
+    for c in &resource.configs {
+        let key = c.name.to_string();
+        let Some(value) = &c.value else {
+            return Err((
+                ResponseError::InvalidRequest.code(),
+                format!("null value not supported for {key}"),
+            ));
+        };
+        if configs.insert(key.clone(), value.to_string()).is_some() {
+            return Err((
+                ResponseError::InvalidRequest.code(),
+                format!("config {key} is given more than once"),
+            ));
+        }
+    }
+    apply_topic_configs(req, name, configs, validate_only).await
+}
+
+/// The (type, name) pairs that occur more than once: Kafka refuses all of their occurrences.
+pub(super) fn duplicate_resources<'a>(
+    resources: impl Iterator<Item = (i8, &'a str)>,
+) -> Vec<(i8, String)> {
+    let mut count: HashMap<(i8, String), usize> = HashMap::new();
+    for (t, n) in resources {
+        *count.entry((t, n.to_string())).or_default() += 1;
+    }
+    count
+        .into_iter()
+        .filter(|(_, c)| *c > 1)
+        .map(|(k, _)| k)
+        .collect()
+}
+
+pub(super) fn duplicate_resource_error() -> Failure {
+    (
+        ResponseError::InvalidRequest.code(),
+        "the resource appears more than once in the request".to_string(),
+    )
+}
+
+/// The current overrides of the topic a resource names, or why it cannot be altered.
+pub(super) fn existing_topic_configs(
+    req: &Request<'_>,
+    resource_type: i8,
+    name: &str,
+) -> Result<BTreeMap<String, String>, Failure> {
+    match resource_type {
+        RESOURCE_TOPIC => req
+            .shard
+            .metadata()
+            .topic(name)
+            .map(|t| t.configs.clone())
+            .ok_or_else(|| {
+                (
+                    ResponseError::UnknownTopicOrPartition.code(),
+                    format!("topic '{name}' does not exist"),
+                )
+            }),
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => Err((
+            ResponseError::InvalidRequest.code(),
+            "broker configs cannot be altered at runtime: set them in the broker's config file \
+             or with --set and restart it"
+                .to_string(),
+        )),
+        other => Err((
+            ResponseError::InvalidRequest.code(),
+            format!("resource type {other} is not supported (2 = topic)"),
+        )),
+    }
+}
+
+/// Checks a complete override set: every name must be a topic property ringbroker knows and
+/// every value valid for it.
+pub(super) fn validate_topic_configs(
+    req: &Request<'_>,
+    configs: &BTreeMap<String, String>,
+) -> Result<(), Failure> {
+    if let Some(unknown) = configs
+        .keys()
+        .find(|k| !TOPIC_PROPERTIES.contains(&k.as_str()))
+    {
+        return Err((
+            ResponseError::InvalidConfig.code(),
+            format!(
+                "unknown topic config name: {unknown} (supported: {})",
+                TOPIC_PROPERTIES.join(", ")
+            ),
+        ));
+    }
+    topic_log_config(&req.shard.config.log_defaults, configs)
+        .map(|_| ())
+        .map_err(|e| (ResponseError::InvalidConfig.code(), e.to_string()))
+}
+
+/// Validates and stores a topic's new override set (through shard 0).
+pub(super) async fn apply_topic_configs(
+    req: &Request<'_>,
+    name: &str,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), Failure> {
+    validate_topic_configs(req, &configs)?;
+    let summary = format!("{configs:?}");
+    req.shard
+        .admin(AdminOp::SetTopicConfigs {
+            name: name.to_string(),
+            configs,
+            validate_only,
+        })
+        .await
+        .map_err(|e| (e.code, e.message))?;
+    if !validate_only {
+        tracing::info!(topic = %name, configs = %summary, "altered topic configs");
+    }
+    Ok(())
+}

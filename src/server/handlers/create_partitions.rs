@@ -1,0 +1,112 @@
+//! CreatePartitions (key 37): grow a topic to a new partition count. Partitions never shrink
+//! (INVALID_PARTITIONS). The new partitions are placed on shards round-robin like a new topic's;
+//! a manual assignment is accepted only when it is what this one-broker cluster would do anyway
+//! (one replica, this broker), otherwise INVALID_REPLICA_ASSIGNMENT.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsRequest, CreatePartitionsTopic,
+};
+use kafka_protocol::messages::create_partitions_response::{
+    CreatePartitionsResponse, CreatePartitionsTopicResult,
+};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, HandlerError, Request};
+use crate::shard::messages::AdminOp;
+use crate::shard::metadata::MAX_PARTITIONS;
+
+pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let request: CreatePartitionsRequest = req.decode()?;
+    let mut occurrences: HashMap<String, usize> = HashMap::new();
+    for t in &request.topics {
+        *occurrences.entry(t.name.0.to_string()).or_default() += 1;
+    }
+    let mut response = CreatePartitionsResponse::default();
+    for topic in &request.topics {
+        let name = topic.name.0.to_string();
+        let mut result = CreatePartitionsTopicResult::default();
+        result.name = topic.name.clone();
+        let outcome = if occurrences.get(&name).copied().unwrap_or(0) > 1 {
+            Err((
+                ResponseError::InvalidRequest.code(),
+                format!("topic {name} appears more than once in the request"),
+            ))
+        } else {
+            grow(req, topic, &name, request.validate_only).await
+        };
+        if let Err((code, message)) = outcome {
+            result.error_code = code;
+            result.error_message = Some(str_bytes(message));
+        }
+        response.results.push(result);
+    }
+    req.encode(&response)
+}
+
+async fn grow(
+    req: &Request<'_>,
+    topic: &CreatePartitionsTopic,
+    name: &str,
+    validate_only: bool,
+) -> Result<(), (i16, String)> {
+    let shard = req.shard;
+    let total = topic.count;
+    let current = match shard.metadata().topic(name) {
+        Some(t) => t.partitions.len() as i32,
+        None => {
+            return Err((
+                ResponseError::UnknownTopicOrPartition.code(),
+                format!("topic '{name}' does not exist"),
+            ))
+        }
+    };
+    let invalid_partitions = |m: String| Err((ResponseError::InvalidPartitions.code(), m));
+    if total < current {
+        return invalid_partitions(format!(
+            "topic {name} currently has {current} partitions, which is higher than the requested {total}"
+        ));
+    }
+    if total == current {
+        return invalid_partitions(format!("topic {name} already has {current} partitions"));
+    }
+    if total > MAX_PARTITIONS {
+        return invalid_partitions(format!(
+            "{total} partitions is more than the limit of {MAX_PARTITIONS} per topic"
+        ));
+    }
+    if let Some(assignments) = &topic.assignments {
+        let added = (total - current) as usize;
+        let node = shard.config.node_id;
+        let bad = |m: String| Err((ResponseError::InvalidReplicaAssignment.code(), m));
+        if assignments.len() != added {
+            return bad(format!(
+                "{} replica assignments given for {added} new partitions",
+                assignments.len()
+            ));
+        }
+        if let Some(a) = assignments
+            .iter()
+            .find(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != node)
+        {
+            let ids: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+            return bad(format!(
+                "replica assignment {ids:?} is not possible: this cluster has one broker ({node}) and the topic one replica"
+            ));
+        }
+    }
+    shard
+        .admin(AdminOp::CreatePartitions {
+            name: name.to_string(),
+            total,
+            validate_only,
+        })
+        .await
+        .map_err(|e| (e.code, e.message))?;
+    if !validate_only {
+        tracing::info!(topic = %name, from = current, to = total, "added partitions");
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! DeleteRecords (key 21): move a partition's log start offset forward (offset -1 means the
+//! high watermark). Records before it are no longer readable; the segments wholly before it are
+//! deleted. The answer's low watermark is the new log start offset.
+
+use bytes::Bytes;
+use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult,
+};
+use kafka_protocol::ResponseError;
+
+use super::{HandlerError, Request};
+use crate::shard::messages::{PartitionOp, PartitionResult};
+
+pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let request: DeleteRecordsRequest = req.decode()?;
+    let mut ops = Vec::new();
+    for topic in &request.topics {
+        for p in &topic.partitions {
+            ops.push(PartitionOp::DeleteRecords {
+                topic: topic.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.offset,
+            });
+        }
+    }
+    let mut results = req.shard.run_partition_ops(ops).await.into_iter();
+    let mut response = DeleteRecordsResponse::default();
+    for topic in &request.topics {
+        let mut t = DeleteRecordsTopicResult::default();
+        t.name = topic.name.clone();
+        for p in &topic.partitions {
+            let mut r = DeleteRecordsPartitionResult::default();
+            r.partition_index = p.partition_index;
+            r.low_watermark = -1;
+            match results.next() {
+                Some(PartitionResult::DeleteRecords(Ok(low_watermark))) => {
+                    r.low_watermark = low_watermark;
+                    tracing::info!(topic = %topic.name.0, partition = p.partition_index, low_watermark, "deleted records");
+                }
+                Some(PartitionResult::DeleteRecords(Err(e))) => {
+                    tracing::debug!(topic = %topic.name.0, partition = p.partition_index, error = %e.message, "delete records failed");
+                    r.error_code = e.code;
+                }
+                _ => r.error_code = ResponseError::UnknownServerError.code(),
+            }
+            t.partitions.push(r);
+        }
+        response.topics.push(t);
+    }
+    req.encode(&response)
+}

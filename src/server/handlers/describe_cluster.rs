@@ -1,0 +1,56 @@
+//! DescribeCluster (key 60): the cluster id, the controller and the brokers. One broker for
+//! now: this one, which is also the controller.
+
+use bytes::Bytes;
+use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
+use kafka_protocol::messages::describe_cluster_response::{
+    DescribeClusterBroker, DescribeClusterResponse,
+};
+use kafka_protocol::messages::BrokerId;
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, HandlerError, Request};
+
+/// `endpoint_type` values (v1+).
+const ENDPOINT_BROKERS: i8 = 1;
+const ENDPOINT_CONTROLLERS: i8 = 2;
+
+pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let request: DescribeClusterRequest = req.decode()?;
+    let shard = req.shard;
+    let config = &shard.config;
+    let mut response = DescribeClusterResponse::default();
+    // Only v1+ has the field; v0 always means brokers (and the default is 1).
+    let endpoint_type = if req.version() >= 1 {
+        request.endpoint_type
+    } else {
+        ENDPOINT_BROKERS
+    };
+    match endpoint_type {
+        ENDPOINT_BROKERS => {
+            let mut broker = DescribeClusterBroker::default();
+            broker.broker_id = BrokerId(config.node_id);
+            broker.host = str_bytes(config.advertised_host.clone());
+            broker.port = i32::from(config.advertised_port);
+            response.brokers = vec![broker];
+            response.cluster_id = str_bytes(shard.metadata().cluster_id.clone());
+            response.controller_id = BrokerId(config.node_id);
+        }
+        ENDPOINT_CONTROLLERS => {
+            response.error_code = ResponseError::UnsupportedEndpointType.code();
+            response.error_message = Some(str_bytes(
+                "this broker does not answer DescribeCluster for controllers; ask for brokers",
+            ));
+        }
+        other => {
+            response.error_code = ResponseError::InvalidRequest.code();
+            response.error_message = Some(str_bytes(format!("unknown endpoint type {other}")));
+        }
+    }
+    // The response echoes the endpoint type in v1+; in v0 it must stay at its default (1).
+    if req.version() >= 1 {
+        response.endpoint_type = endpoint_type;
+    }
+    // No authorizer: cluster_authorized_operations keeps its "not requested" default.
+    req.encode(&response)
+}

@@ -1,0 +1,401 @@
+//! DescribeConfigs (key 32): the effective config of topics (every topic property ringbroker
+//! understands, with where its value comes from) and of this broker (read-only: broker
+//! properties are set in the config file or on the command line).
+
+use bytes::Bytes;
+use kafka_protocol::messages::describe_configs_request::{
+    DescribeConfigsRequest, DescribeConfigsResource,
+};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
+    DescribeConfigsSynonym,
+};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, HandlerError, Request};
+use crate::config::{topic_log_config, topic_property_value, BrokerConfig, TOPIC_PROPERTIES};
+use crate::log::LogConfig;
+use crate::shard::metadata::validate_topic_name;
+
+/// ConfigResource types (Kafka's `ConfigResource.Type`).
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+
+/// Config sources (`DescribeConfigsResponse.ConfigSource`).
+const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+const SOURCE_STATIC_BROKER: i8 = 4;
+const SOURCE_DEFAULT: i8 = 5;
+
+/// Config types (`DescribeConfigsResponse.ConfigType`, v3+).
+const TYPE_BOOLEAN: i8 = 1;
+const TYPE_STRING: i8 = 2;
+const TYPE_INT: i8 = 3;
+const TYPE_LONG: i8 = 5;
+pub(super) const TYPE_LIST: i8 = 7;
+
+/// What DescribeConfigs says about one topic property: the broker property that sets its
+/// default, its type and a line of documentation.
+pub struct TopicPropertyInfo {
+    pub name: &'static str,
+    pub broker_name: &'static str,
+    pub config_type: i8,
+    pub doc: &'static str,
+}
+
+/// One entry per name of [`TOPIC_PROPERTIES`].
+pub const TOPIC_PROPERTY_INFO: &[TopicPropertyInfo] = &[
+    TopicPropertyInfo {
+        name: "segment.bytes",
+        broker_name: "log.segment.bytes",
+        config_type: TYPE_INT,
+        doc: "Size at which the active segment is rolled.",
+    },
+    TopicPropertyInfo {
+        name: "segment.ms",
+        broker_name: "log.roll.ms",
+        config_type: TYPE_LONG,
+        doc: "Age at which the active segment is rolled.",
+    },
+    TopicPropertyInfo {
+        name: "retention.ms",
+        broker_name: "log.retention.ms",
+        config_type: TYPE_LONG,
+        doc: "Segments whose newest record is older than this are deleted; -1 keeps them forever.",
+    },
+    TopicPropertyInfo {
+        name: "retention.bytes",
+        broker_name: "log.retention.bytes",
+        config_type: TYPE_LONG,
+        doc: "Oldest segments are deleted while a partition is larger than this; -1: no limit.",
+    },
+    TopicPropertyInfo {
+        name: "index.interval.bytes",
+        broker_name: "log.index.interval.bytes",
+        config_type: TYPE_INT,
+        doc: "Bytes of log between two entries of the sparse offset index.",
+    },
+    TopicPropertyInfo {
+        name: "flush.messages",
+        broker_name: "log.flush.interval.messages",
+        config_type: TYPE_LONG,
+        doc: "fdatasync after this many records.",
+    },
+    TopicPropertyInfo {
+        name: "flush.ms",
+        broker_name: "log.flush.interval.ms",
+        config_type: TYPE_LONG,
+        doc: "fdatasync when the oldest unflushed write is this old.",
+    },
+    TopicPropertyInfo {
+        name: "max.message.bytes",
+        broker_name: "message.max.bytes",
+        config_type: TYPE_INT,
+        doc: "Largest record batch accepted.",
+    },
+    TopicPropertyInfo {
+        name: "message.timestamp.type",
+        broker_name: "log.message.timestamp.type",
+        config_type: TYPE_STRING,
+        doc: "CreateTime keeps producer timestamps; LogAppendTime stamps batches on append.",
+    },
+    TopicPropertyInfo {
+        name: "cleanup.policy",
+        broker_name: "log.cleanup.policy",
+        config_type: TYPE_LIST,
+        doc: "Retention policy; only `delete` is supported.",
+    },
+];
+
+pub fn topic_property_info(name: &str) -> Option<&'static TopicPropertyInfo> {
+    TOPIC_PROPERTY_INFO.iter().find(|i| i.name == name)
+}
+
+pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let request: DescribeConfigsRequest = req.decode()?;
+    let mut response = DescribeConfigsResponse::default();
+    for resource in &request.resources {
+        let mut result = DescribeConfigsResult::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name.clone();
+        let described = match resource.resource_type {
+            RESOURCE_TOPIC => describe_topic(req, &request, resource),
+            RESOURCE_BROKER => describe_broker(req, &request, resource),
+            other => Err((
+                ResponseError::InvalidRequest.code(),
+                format!("resource type {other} is not supported (2 = topic, 4 = broker)"),
+            )),
+        };
+        match described {
+            Ok(configs) => {
+                result.error_message = None;
+                result.configs = configs;
+            }
+            Err((code, message)) => {
+                result.error_code = code;
+                result.error_message = Some(str_bytes(message));
+            }
+        }
+        response.results.push(result);
+    }
+    req.encode(&response)
+}
+
+/// Whether the client asked for `name` (no keys, or an empty list, means every property).
+fn wanted(resource: &DescribeConfigsResource, name: &str) -> bool {
+    match &resource.configuration_keys {
+        None => true,
+        Some(keys) if keys.is_empty() => true,
+        Some(keys) => keys.iter().any(|k| k.as_str() == name),
+    }
+}
+
+/// One entry, with the version-specific fields set only where the version has them.
+#[allow(clippy::too_many_arguments)]
+fn entry(
+    req: &Request<'_>,
+    request: &DescribeConfigsRequest,
+    name: &str,
+    value: String,
+    source: i8,
+    read_only: bool,
+    config_type: i8,
+    doc: &str,
+    synonyms: Vec<DescribeConfigsSynonym>,
+) -> DescribeConfigsResourceResult {
+    let mut e = DescribeConfigsResourceResult::default();
+    e.name = str_bytes(name);
+    e.value = Some(str_bytes(value));
+    e.read_only = read_only;
+    e.config_source = source;
+    e.is_sensitive = false;
+    if request.include_synonyms {
+        e.synonyms = synonyms;
+    }
+    if req.version() >= 3 {
+        e.config_type = config_type;
+        e.documentation = request
+            .include_documentation
+            .then(|| str_bytes(doc.to_string()));
+    }
+    e
+}
+
+fn synonym(name: &str, value: String, source: i8) -> DescribeConfigsSynonym {
+    let mut s = DescribeConfigsSynonym::default();
+    s.name = str_bytes(name);
+    s.value = Some(str_bytes(value));
+    s.source = source;
+    s
+}
+
+fn describe_topic(
+    req: &Request<'_>,
+    request: &DescribeConfigsRequest,
+    resource: &DescribeConfigsResource,
+) -> Result<Vec<DescribeConfigsResourceResult>, (i16, String)> {
+    let name = resource.resource_name.as_str();
+    if let Err(e) = validate_topic_name(name) {
+        return Err((ResponseError::InvalidTopicException.code(), e.to_string()));
+    }
+    let meta = req.shard.metadata();
+    let Some(topic) = meta.topic(name) else {
+        return Err((
+            ResponseError::UnknownTopicOrPartition.code(),
+            format!("topic '{name}' does not exist"),
+        ));
+    };
+    let broker_defaults = &req.shard.config.log_defaults;
+    let builtin = LogConfig::default();
+    let effective = topic_log_config(broker_defaults, &topic.configs).map_err(|e| {
+        (
+            ResponseError::InvalidConfig.code(),
+            format!("the stored config of topic {name} is invalid: {e}"),
+        )
+    })?;
+    let mut configs = Vec::new();
+    for prop in TOPIC_PROPERTIES {
+        if !wanted(resource, prop) {
+            continue;
+        }
+        let Some(value) = topic_property_value(&effective, prop) else {
+            continue;
+        };
+        let info = topic_property_info(prop);
+        let broker_name = info.map_or(*prop, |i| i.broker_name);
+        let broker_value = topic_property_value(broker_defaults, prop).unwrap_or_default();
+        let default_value = topic_property_value(&builtin, prop).unwrap_or_default();
+        let broker_source = if broker_value != default_value {
+            SOURCE_STATIC_BROKER
+        } else {
+            SOURCE_DEFAULT
+        };
+        // Synonyms, most specific first (as Kafka orders them).
+        let mut synonyms = Vec::new();
+        if let Some(v) = topic.configs.get(*prop) {
+            synonyms.push(synonym(prop, v.clone(), SOURCE_DYNAMIC_TOPIC));
+        }
+        if broker_source == SOURCE_STATIC_BROKER {
+            synonyms.push(synonym(
+                broker_name,
+                broker_value.clone(),
+                SOURCE_STATIC_BROKER,
+            ));
+        }
+        synonyms.push(synonym(broker_name, default_value, SOURCE_DEFAULT));
+        let source = if topic.configs.contains_key(*prop) {
+            SOURCE_DYNAMIC_TOPIC
+        } else {
+            broker_source
+        };
+        configs.push(entry(
+            req,
+            request,
+            prop,
+            value,
+            source,
+            false,
+            info.map_or(TYPE_STRING, |i| i.config_type),
+            info.map_or("", |i| i.doc),
+            synonyms,
+        ));
+    }
+    Ok(configs)
+}
+
+/// The broker properties DescribeConfigs reports: (name, value, type, doc).
+fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'static str)> {
+    let mut props = vec![
+        (
+            "node.id",
+            c.node_id.to_string(),
+            TYPE_INT,
+            "This broker's id.",
+        ),
+        (
+            "broker.id",
+            c.node_id.to_string(),
+            TYPE_INT,
+            "This broker's id (same as node.id).",
+        ),
+        (
+            "listeners",
+            format!("PLAINTEXT://{}", c.listen),
+            TYPE_STRING,
+            "The address every shard listens on.",
+        ),
+        (
+            "advertised.listeners",
+            format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port),
+            TYPE_STRING,
+            "The address given to clients in Metadata.",
+        ),
+        (
+            "log.dirs",
+            c.data_dir.display().to_string(),
+            TYPE_STRING,
+            "The data directory.",
+        ),
+        (
+            "num.partitions",
+            c.num_partitions.to_string(),
+            TYPE_INT,
+            "Partitions of auto-created topics and of CreateTopics with -1.",
+        ),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics.to_string(),
+            TYPE_BOOLEAN,
+            "Create unknown topics asked for in Metadata.",
+        ),
+        (
+            "socket.request.max.bytes",
+            c.socket_request_max_bytes.to_string(),
+            TYPE_INT,
+            "Largest request frame accepted.",
+        ),
+        (
+            "queued.max.request.bytes",
+            c.connection_max_inflight_bytes.to_string(),
+            TYPE_LONG,
+            "Request bytes in flight on one connection before the broker stops reading it.",
+        ),
+        (
+            "num.shards",
+            c.shards.to_string(),
+            TYPE_INT,
+            "Shards (executors, one per core).",
+        ),
+        (
+            "ringbroker.pin.shards",
+            c.pin_shards.to_string(),
+            TYPE_BOOLEAN,
+            "Pin shard i to CPU i.",
+        ),
+        (
+            "ringbroker.acks.all.fsync",
+            c.fsync_on_acks_all.to_string(),
+            TYPE_BOOLEAN,
+            "acks=all produce waits for an fdatasync.",
+        ),
+    ];
+    // The topic defaults (`log.*`, `message.max.bytes`).
+    for info in TOPIC_PROPERTY_INFO {
+        if let Some(v) = topic_property_value(&c.log_defaults, info.name) {
+            props.push((info.broker_name, v, info.config_type, info.doc));
+        }
+    }
+    props
+}
+
+fn describe_broker(
+    req: &Request<'_>,
+    request: &DescribeConfigsRequest,
+    resource: &DescribeConfigsResource,
+) -> Result<Vec<DescribeConfigsResourceResult>, (i16, String)> {
+    let config = &req.shard.config;
+    let name = resource.resource_name.as_str();
+    if !name.is_empty() && name.parse::<i32>().ok() != Some(config.node_id) {
+        return Err((
+            ResponseError::InvalidRequest.code(),
+            format!(
+                "unexpected broker id, expected {} or empty string, but received {name}",
+                config.node_id
+            ),
+        ));
+    }
+    let defaults: std::collections::HashMap<&str, String> =
+        broker_properties(&BrokerConfig::default())
+            .into_iter()
+            .map(|(n, v, _, _)| (n, v))
+            .collect();
+    let mut configs = Vec::new();
+    for (prop, value, config_type, doc) in broker_properties(config) {
+        if !wanted(resource, prop) {
+            continue;
+        }
+        let default = defaults.get(prop).cloned().unwrap_or_default();
+        let source = if value != default {
+            SOURCE_STATIC_BROKER
+        } else {
+            SOURCE_DEFAULT
+        };
+        let mut synonyms = Vec::new();
+        if source == SOURCE_STATIC_BROKER {
+            synonyms.push(synonym(prop, value.clone(), SOURCE_STATIC_BROKER));
+        }
+        synonyms.push(synonym(prop, default, SOURCE_DEFAULT));
+        configs.push(entry(
+            req,
+            request,
+            prop,
+            value,
+            source,
+            true,
+            config_type,
+            doc,
+            synonyms,
+        ));
+    }
+    Ok(configs)
+}

@@ -1,0 +1,988 @@
+//! The admin APIs against the real broker binary, over raw Kafka requests: DescribeConfigs,
+//! AlterConfigs, IncrementalAlterConfigs, CreatePartitions, DeleteRecords, DeleteTopics,
+//! DescribeCluster and ApiVersions. Every wait is bounded; the broker is stopped with SIGTERM
+//! and must exit 0.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::alter_configs_request::{self, AlterConfigsRequest};
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResponse;
+use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
+use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
+};
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsResponse;
+use kafka_protocol::messages::create_topics_request::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+};
+use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic,
+};
+use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
+use kafka_protocol::messages::delete_topics_request::{DeleteTopicState, DeleteTopicsRequest};
+use kafka_protocol::messages::delete_topics_response::DeleteTopicsResponse;
+use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterResponse;
+use kafka_protocol::messages::describe_configs_request::{
+    DescribeConfigsRequest, DescribeConfigsResource,
+};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
+};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    self, IncrementalAlterConfigsRequest,
+};
+use kafka_protocol::messages::incremental_alter_configs_response::IncrementalAlterConfigsResponse;
+use kafka_protocol::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use kafka_protocol::messages::list_offsets_response::ListOffsetsResponse;
+use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
+use kafka_protocol::messages::metadata_response::MetadataResponse;
+use kafka_protocol::messages::produce_request::{
+    PartitionProduceData, ProduceRequest, TopicProduceData,
+};
+use kafka_protocol::messages::produce_response::ProduceResponse;
+use kafka_protocol::messages::{ApiKey, BrokerId, RequestHeader, ResponseHeader, TopicName};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::ResponseError;
+use ringbroker::protocol::batch_builder::BatchBuilder;
+use uuid::Uuid;
+
+const NONE: i16 = 0;
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const MESSAGE_TOO_LARGE: i16 = 10;
+const INVALID_PARTITIONS: i16 = 37;
+const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+const INVALID_CONFIG: i16 = 40;
+const INVALID_REQUEST: i16 = 42;
+const UNKNOWN_TOPIC_ID: i16 = 100;
+
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+const DEFAULT_CONFIG: i8 = 5;
+
+/// Bound on every wait of this file (start, connect, each response, shutdown).
+const WAIT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------------------------
+// The broker process
+
+struct Broker {
+    child: Option<Child>,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Broker {
+    fn start() -> Broker {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut broker = Broker {
+            child: None,
+            addr: ([127, 0, 0, 1], 0).into(),
+            dir,
+        };
+        broker.spawn();
+        broker
+    }
+
+    /// Starts the broker process on a free port, over this broker's data directory.
+    fn spawn(&mut self) {
+        self.addr = ([127, 0, 0, 1], free_port()).into();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("broker.log"))
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+            .arg("serve")
+            .arg("--listen")
+            .arg(self.addr.to_string())
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--shards")
+            .arg("2")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn the broker");
+        self.child = Some(child);
+        self.wait_until_listening();
+    }
+
+    /// A clean stop (SIGTERM, exit 0) and a start over the same data.
+    fn restart(&mut self) {
+        self.assert_clean_stop();
+        self.spawn();
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
+    }
+
+    fn wait_until_listening(&mut self) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("the broker exited at start ({status}):\n{}", self.log());
+            }
+            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the broker did not listen on {} within {WAIT:?}:\n{}",
+                self.addr,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// SIGTERM, then wait (bounded) for the exit status; `None` if the broker had to be
+    /// killed. Never panics (it also runs in `Drop`).
+    fn terminate(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => break,
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
+    fn assert_clean_stop(&mut self) {
+        let Some(status) = self.terminate() else {
+            panic!(
+                "the broker did not exit within {WAIT:?} of SIGTERM:\n{}",
+                self.log()
+            );
+        };
+        assert!(
+            status.success(),
+            "the broker exited with {status}:\n{}",
+            self.log()
+        );
+    }
+
+    /// Stops the broker and checks that it shut down cleanly.
+    fn stop_cleanly(mut self) {
+        self.assert_clean_stop();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let status = self.terminate();
+        if std::thread::panicking() {
+            eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+// ---------------------------------------------------------------------------------------------
+// A blocking Kafka client: one request at a time
+
+struct Client {
+    stream: TcpStream,
+    next_correlation: i32,
+}
+
+impl Client {
+    fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to the broker");
+        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
+        stream.set_write_timeout(Some(WAIT)).expect("write timeout");
+        stream.set_nodelay(true).expect("nodelay");
+        Client {
+            stream,
+            next_correlation: 1,
+        }
+    }
+
+    fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Resp {
+        let correlation = self.next_correlation;
+        self.next_correlation += 1;
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = correlation;
+        header.client_id = Some(StrBytes::from_static_str("server_admin"));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, key.request_header_version(version))
+            .expect("encode the request header");
+        request
+            .encode(&mut body, version)
+            .unwrap_or_else(|e| panic!("encode {key:?} v{version}: {e}"));
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).expect("send the request");
+
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
+        let size = i32::from_be_bytes(size);
+        assert!(
+            (0..64 << 20).contains(&size),
+            "implausible response size {size}"
+        );
+        let mut buf = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut buf)
+            .expect("read the response body");
+        let mut buf = Bytes::from(buf);
+        let header = ResponseHeader::decode(&mut buf, key.response_header_version(version))
+            .expect("decode the response header");
+        assert_eq!(header.correlation_id, correlation, "{key:?} v{version}");
+        let response = Resp::decode(&mut buf, version)
+            .unwrap_or_else(|e| panic!("decode the {key:?} v{version} response: {e}"));
+        assert!(
+            buf.is_empty(),
+            "{} bytes left after the {key:?} v{version} response",
+            buf.len()
+        );
+        response
+    }
+
+    fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+        let mut topic = CreatableTopic::default();
+        topic.name = topic_name(name);
+        topic.num_partitions = partitions;
+        topic.replication_factor = 1;
+        topic.configs = configs
+            .iter()
+            .map(|(n, v)| {
+                let mut c = CreatableTopicConfig::default();
+                c.name = s(n);
+                c.value = Some(s(v));
+                c
+            })
+            .collect();
+        let mut req = CreateTopicsRequest::default();
+        req.topics = vec![topic];
+        req.timeout_ms = 5000;
+        let resp: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 7, &req);
+        assert_eq!(
+            resp.topics[0].error_code, NONE,
+            "create {name}: {:?}",
+            resp.topics[0].error_message
+        );
+    }
+
+    /// Metadata v12 for one topic: (error code, partition count, topic id).
+    fn topic_metadata(&mut self, name: &str) -> (i16, usize, Uuid) {
+        let mut t = MetadataRequestTopic::default();
+        t.name = Some(topic_name(name));
+        let mut req = MetadataRequest::default();
+        req.topics = Some(vec![t]);
+        req.allow_auto_topic_creation = false;
+        let resp: MetadataResponse = self.call(ApiKey::Metadata, 12, &req);
+        let t = &resp.topics[0];
+        (t.error_code, t.partitions.len(), t.topic_id)
+    }
+
+    fn describe_configs(
+        &mut self,
+        version: i16,
+        resource_type: i8,
+        name: &str,
+        keys: Option<&[&str]>,
+    ) -> DescribeConfigsResult {
+        let mut r = DescribeConfigsResource::default();
+        r.resource_type = resource_type;
+        r.resource_name = s(name);
+        r.configuration_keys = keys.map(|k| k.iter().map(|k| s(k)).collect());
+        let mut req = DescribeConfigsRequest::default();
+        req.resources = vec![r];
+        req.include_synonyms = true;
+        if version >= 3 {
+            req.include_documentation = true;
+        }
+        let resp: DescribeConfigsResponse = self.call(ApiKey::DescribeConfigs, version, &req);
+        assert_eq!(resp.results.len(), 1);
+        resp.results.into_iter().next().unwrap()
+    }
+
+    /// IncrementalAlterConfigs v1 on a topic: (error code, message).
+    fn incremental_alter(
+        &mut self,
+        topic: &str,
+        ops: &[(&str, i8, Option<&str>)],
+        validate_only: bool,
+    ) -> (i16, Option<String>) {
+        let mut r = incremental_alter_configs_request::AlterConfigsResource::default();
+        r.resource_type = TOPIC;
+        r.resource_name = s(topic);
+        r.configs = ops
+            .iter()
+            .map(|(n, op, v)| {
+                let mut c = incremental_alter_configs_request::AlterableConfig::default();
+                c.name = s(n);
+                c.config_operation = *op;
+                c.value = v.map(s);
+                c
+            })
+            .collect();
+        let mut req = IncrementalAlterConfigsRequest::default();
+        req.resources = vec![r];
+        req.validate_only = validate_only;
+        let resp: IncrementalAlterConfigsResponse =
+            self.call(ApiKey::IncrementalAlterConfigs, 1, &req);
+        let r = &resp.responses[0];
+        assert_eq!(r.resource_name.as_str(), topic);
+        (
+            r.error_code,
+            r.error_message.as_ref().map(|m| m.to_string()),
+        )
+    }
+
+    /// AlterConfigs v2: (error code, message).
+    fn alter(
+        &mut self,
+        resource_type: i8,
+        name: &str,
+        configs: &[(&str, &str)],
+    ) -> (i16, Option<String>) {
+        let mut r = alter_configs_request::AlterConfigsResource::default();
+        r.resource_type = resource_type;
+        r.resource_name = s(name);
+        r.configs = configs
+            .iter()
+            .map(|(n, v)| {
+                let mut c = alter_configs_request::AlterableConfig::default();
+                c.name = s(n);
+                c.value = Some(s(v));
+                c
+            })
+            .collect();
+        let mut req = AlterConfigsRequest::default();
+        req.resources = vec![r];
+        let resp: AlterConfigsResponse = self.call(ApiKey::AlterConfigs, 2, &req);
+        let r = &resp.responses[0];
+        (
+            r.error_code,
+            r.error_message.as_ref().map(|m| m.to_string()),
+        )
+    }
+
+    fn create_partitions(
+        &mut self,
+        topic: &str,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+    ) -> (i16, Option<String>) {
+        let mut t = CreatePartitionsTopic::default();
+        t.name = topic_name(topic);
+        t.count = count;
+        t.assignments = assignments.map(|a| {
+            a.into_iter()
+                .map(|ids| {
+                    let mut x = CreatePartitionsAssignment::default();
+                    x.broker_ids = ids.into_iter().map(BrokerId).collect();
+                    x
+                })
+                .collect()
+        });
+        let mut req = CreatePartitionsRequest::default();
+        req.topics = vec![t];
+        req.timeout_ms = 5000;
+        req.validate_only = validate_only;
+        let resp: CreatePartitionsResponse = self.call(ApiKey::CreatePartitions, 3, &req);
+        let r = &resp.results[0];
+        assert_eq!(r.name.0.as_str(), topic);
+        (
+            r.error_code,
+            r.error_message.as_ref().map(|m| m.to_string()),
+        )
+    }
+
+    /// Produce v7, acks=all: one batch of `count` records; returns (error code, base offset).
+    fn produce(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        count: usize,
+        value_len: usize,
+    ) -> (i16, i64) {
+        let mut b = BatchBuilder::new(1_700_000_000_000);
+        let value = vec![b'v'; value_len];
+        for i in 0..count {
+            b.push(None, Some(&value), 1_700_000_000_000 + i as i64, &[]);
+        }
+        let mut p = PartitionProduceData::default();
+        p.index = partition;
+        p.records = Some(b.build());
+        let mut t = TopicProduceData::default();
+        t.name = topic_name(topic);
+        t.partition_data = vec![p];
+        let mut req = ProduceRequest::default();
+        req.acks = -1;
+        req.timeout_ms = 5000;
+        req.topic_data = vec![t];
+        let resp: ProduceResponse = self.call(ApiKey::Produce, 7, &req);
+        let p = &resp.responses[0].partition_responses[0];
+        (p.error_code, p.base_offset)
+    }
+
+    /// DeleteRecords v2 on one partition: (error code, low watermark).
+    fn delete_records(&mut self, topic: &str, partition: i32, offset: i64) -> (i16, i64) {
+        let mut p = DeleteRecordsPartition::default();
+        p.partition_index = partition;
+        p.offset = offset;
+        let mut t = DeleteRecordsTopic::default();
+        t.name = topic_name(topic);
+        t.partitions = vec![p];
+        let mut req = DeleteRecordsRequest::default();
+        req.topics = vec![t];
+        req.timeout_ms = 5000;
+        let resp: DeleteRecordsResponse = self.call(ApiKey::DeleteRecords, 2, &req);
+        let r = &resp.topics[0].partitions[0];
+        assert_eq!(r.partition_index, partition);
+        (r.error_code, r.low_watermark)
+    }
+
+    /// ListOffsets v7: (error code, offset).
+    fn list_offset(&mut self, topic: &str, partition: i32, timestamp: i64) -> (i16, i64) {
+        let mut p = ListOffsetsPartition::default();
+        p.partition_index = partition;
+        p.timestamp = timestamp;
+        let mut t = ListOffsetsTopic::default();
+        t.name = topic_name(topic);
+        t.partitions = vec![p];
+        let mut req = ListOffsetsRequest::default();
+        req.replica_id = BrokerId(-1);
+        req.topics = vec![t];
+        let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, 7, &req);
+        let r = &resp.topics[0].partitions[0];
+        (r.error_code, r.offset)
+    }
+
+    /// Fetch v11: (error code, log start offset, high watermark, bytes of records).
+    fn fetch(&mut self, topic: &str, partition: i32, offset: i64) -> (i16, i64, i64, usize) {
+        let mut p = FetchPartition::default();
+        p.partition = partition;
+        p.fetch_offset = offset;
+        p.partition_max_bytes = 1 << 20;
+        let mut t = FetchTopic::default();
+        t.topic = topic_name(topic);
+        t.partitions = vec![p];
+        let mut req = FetchRequest::default();
+        req.max_wait_ms = 100;
+        req.min_bytes = 1;
+        req.max_bytes = 1 << 20;
+        req.topics = vec![t];
+        let resp: FetchResponse = self.call(ApiKey::Fetch, 11, &req);
+        let r = &resp.responses[0].partitions[0];
+        (
+            r.error_code,
+            r.log_start_offset,
+            r.high_watermark,
+            r.records.as_ref().map_or(0, |r| r.len()),
+        )
+    }
+
+    /// DeleteTopics v6 by name or id: (error code, name in the answer).
+    fn delete_topic(&mut self, name: Option<&str>, id: Uuid) -> (i16, Option<String>) {
+        let mut t = DeleteTopicState::default();
+        t.name = name.map(topic_name);
+        t.topic_id = id;
+        let mut req = DeleteTopicsRequest::default();
+        req.topics = vec![t];
+        req.timeout_ms = 5000;
+        let resp: DeleteTopicsResponse = self.call(ApiKey::DeleteTopics, 6, &req);
+        let r = &resp.responses[0];
+        (r.error_code, r.name.as_ref().map(|n| n.0.to_string()))
+    }
+}
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+fn topic_name(v: &str) -> TopicName {
+    TopicName(s(v))
+}
+
+fn config<'a>(result: &'a DescribeConfigsResult, name: &str) -> &'a DescribeConfigsResourceResult {
+    result
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == name)
+        .unwrap_or_else(|| panic!("{name} is not described: {result:?}"))
+}
+
+fn value(result: &DescribeConfigsResult, name: &str) -> String {
+    config(result, name)
+        .value
+        .as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
+fn partition_dirs(data: &Path, topic: &str) -> Vec<String> {
+    let prefix = format!("{topic}-");
+    let mut found: Vec<String> = std::fs::read_dir(data)
+        .expect("read the data dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.strip_prefix(&prefix)
+                .is_some_and(|rest| rest.parse::<u32>().is_ok())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn topic_configs_describe_and_alter() {
+    let mut broker = Broker::start();
+    let mut c = broker.client();
+    c.create_topic("cfg", 2, &[("retention.ms", "60000")]);
+
+    // Every topic property, the override DYNAMIC, the rest defaults.
+    let d = c.describe_configs(4, TOPIC, "cfg", None);
+    assert_eq!(d.error_code, NONE, "{:?}", d.error_message);
+    for name in ringbroker::config::TOPIC_PROPERTIES {
+        let e = config(&d, name);
+        assert!(!e.read_only && !e.is_sensitive, "{name}");
+        assert!(
+            e.documentation.is_some(),
+            "{name}: documentation was asked for"
+        );
+    }
+    assert_eq!(value(&d, "retention.ms"), "60000");
+    assert_eq!(
+        config(&d, "retention.ms").config_source,
+        DYNAMIC_TOPIC_CONFIG
+    );
+    assert_eq!(
+        config(&d, "retention.ms").synonyms[0].source,
+        DYNAMIC_TOPIC_CONFIG
+    );
+    assert_eq!(value(&d, "segment.bytes"), (1u64 << 30).to_string());
+    assert_eq!(config(&d, "segment.bytes").config_source, DEFAULT_CONFIG);
+    assert_eq!(value(&d, "cleanup.policy"), "delete");
+
+    // Asking for some keys returns only those (unknown ones are left out); v1 encodes too.
+    let d = c.describe_configs(1, TOPIC, "cfg", Some(&["retention.ms", "no.such.key"]));
+    assert_eq!(d.error_code, NONE);
+    assert_eq!(d.configs.len(), 1);
+    assert_eq!(value(&d, "retention.ms"), "60000");
+
+    // IncrementalAlterConfigs: SET and DELETE on top of the current overrides.
+    let (code, msg) = c.incremental_alter(
+        "cfg",
+        &[
+            ("retention.bytes", 0, Some("1048576")),
+            ("retention.ms", 1, None),
+        ],
+        false,
+    );
+    assert_eq!(code, NONE, "{msg:?}");
+    let d = c.describe_configs(4, TOPIC, "cfg", None);
+    assert_eq!(value(&d, "retention.bytes"), "1048576");
+    assert_eq!(
+        config(&d, "retention.bytes").config_source,
+        DYNAMIC_TOPIC_CONFIG
+    );
+    assert_eq!(
+        value(&d, "retention.ms"),
+        (7i64 * 24 * 3600 * 1000).to_string()
+    );
+    assert_eq!(config(&d, "retention.ms").config_source, DEFAULT_CONFIG);
+
+    // validate_only changes nothing; APPEND on a non-list and unknown names are refused.
+    let (code, _) = c.incremental_alter("cfg", &[("segment.ms", 0, Some("1000"))], true);
+    assert_eq!(code, NONE);
+    let d = c.describe_configs(4, TOPIC, "cfg", Some(&["segment.ms"]));
+    assert_eq!(config(&d, "segment.ms").config_source, DEFAULT_CONFIG);
+    let (code, _) = c.incremental_alter("cfg", &[("retention.ms", 2, Some("1"))], false);
+    assert_eq!(code, INVALID_REQUEST);
+    let (code, _) = c.incremental_alter("cfg", &[("bogus.name", 0, Some("1"))], false);
+    assert_eq!(code, INVALID_CONFIG);
+    let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("delete"))], false);
+    assert_eq!(code, NONE, "APPEND of a value already in the list");
+    let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("compact"))], false);
+    assert_eq!(code, INVALID_CONFIG, "compaction is not supported");
+
+    // AlterConfigs: bad values and unknown names are INVALID_CONFIG with a message.
+    let (code, msg) = c.alter(TOPIC, "cfg", &[("retention.ms", "soon")]);
+    assert_eq!(code, INVALID_CONFIG);
+    assert!(msg.unwrap_or_default().contains("retention.ms"));
+    let (code, msg) = c.alter(TOPIC, "cfg", &[("no.such.property", "1")]);
+    assert_eq!(code, INVALID_CONFIG);
+    assert!(msg.unwrap_or_default().contains("no.such.property"));
+    let (code, _) = c.alter(BROKER, "0", &[("num.partitions", "3")]);
+    assert_eq!(code, INVALID_REQUEST);
+    let (code, _) = c.alter(TOPIC, "missing", &[("retention.ms", "1")]);
+    assert_eq!(code, UNKNOWN_TOPIC_OR_PARTITION);
+
+    // AlterConfigs replaces the whole override set: retention.bytes goes back to its default.
+    let (code, msg) = c.alter(TOPIC, "cfg", &[("max.message.bytes", "200")]);
+    assert_eq!(code, NONE, "{msg:?}");
+    let d = c.describe_configs(4, TOPIC, "cfg", None);
+    assert_eq!(value(&d, "max.message.bytes"), "200");
+    assert_eq!(config(&d, "retention.bytes").config_source, DEFAULT_CONFIG);
+    assert_eq!(value(&d, "retention.bytes"), "-1");
+
+    // ...and applies live, on both shards' partitions.
+    for p in 0..2 {
+        let (code, _) = c.produce("cfg", p, 5, 100);
+        assert_eq!(code, MESSAGE_TOO_LARGE, "partition {p}");
+        let (code, _) = c.produce("cfg", p, 1, 10);
+        assert_eq!(code, NONE, "partition {p}");
+    }
+
+    // Overrides survive a restart and are applied to the reopened logs.
+    drop(c);
+    broker.restart();
+    let mut c = broker.client();
+    let d = c.describe_configs(4, TOPIC, "cfg", None);
+    assert_eq!(value(&d, "max.message.bytes"), "200");
+    assert_eq!(
+        config(&d, "max.message.bytes").config_source,
+        DYNAMIC_TOPIC_CONFIG
+    );
+    assert_eq!(c.produce("cfg", 1, 5, 100).0, MESSAGE_TOO_LARGE);
+
+    // Unknown topics and resource types; the broker resource is described read-only.
+    let d = c.describe_configs(4, TOPIC, "missing", None);
+    assert_eq!(d.error_code, UNKNOWN_TOPIC_OR_PARTITION);
+    let d = c.describe_configs(4, 99, "x", None);
+    assert_eq!(d.error_code, INVALID_REQUEST);
+    let d = c.describe_configs(4, BROKER, "0", None);
+    assert_eq!(d.error_code, NONE, "{:?}", d.error_message);
+    assert_eq!(
+        value(&d, "log.dirs"),
+        broker.data_dir().display().to_string()
+    );
+    assert_eq!(value(&d, "num.shards"), "2");
+    assert!(config(&d, "log.dirs").read_only);
+    for key in [
+        "num.partitions",
+        "auto.create.topics.enable",
+        "message.max.bytes",
+        "log.segment.bytes",
+        "log.retention.ms",
+    ] {
+        config(&d, key);
+    }
+    let d = c.describe_configs(2, BROKER, "", Some(&["num.partitions"]));
+    assert_eq!(d.error_code, NONE);
+    assert_eq!(value(&d, "num.partitions"), "1");
+    let d = c.describe_configs(4, BROKER, "7", None);
+    assert_eq!(d.error_code, INVALID_REQUEST);
+
+    drop(c);
+    broker.stop_cleanly();
+}
+
+#[test]
+fn partitions_records_and_topic_deletion() {
+    let mut broker = Broker::start();
+    let mut c = broker.client();
+    c.create_topic("grow", 2, &[]);
+
+    // CreatePartitions: validate_only, growth, no shrinking, manual assignments.
+    assert_eq!(c.create_partitions("grow", 4, None, true).0, NONE);
+    assert_eq!(c.topic_metadata("grow").1, 2);
+    let (code, msg) = c.create_partitions("grow", 4, None, false);
+    assert_eq!(code, NONE, "{msg:?}");
+    let (code, partitions, _) = c.topic_metadata("grow");
+    assert_eq!((code, partitions), (NONE, 4));
+    let (code, msg) = c.create_partitions("grow", 3, None, false);
+    assert_eq!(code, INVALID_PARTITIONS);
+    assert!(msg.is_some());
+    assert_eq!(
+        c.create_partitions("grow", 4, None, false).0,
+        INVALID_PARTITIONS
+    );
+    assert_eq!(
+        c.create_partitions("grow", 6, Some(vec![vec![0], vec![5]]), false)
+            .0,
+        INVALID_REPLICA_ASSIGNMENT
+    );
+    assert_eq!(
+        c.create_partitions("grow", 5, Some(vec![vec![0]]), false).0,
+        NONE
+    );
+    assert_eq!(c.topic_metadata("grow").1, 5);
+    assert_eq!(
+        c.create_partitions("missing", 3, None, false).0,
+        UNKNOWN_TOPIC_OR_PARTITION
+    );
+    for p in 0..5 {
+        assert!(
+            broker.data_dir().join(format!("grow-{p}")).is_dir(),
+            "grow-{p}"
+        );
+    }
+    // A new partition takes writes.
+    assert_eq!(c.produce("grow", 4, 3, 10), (NONE, 0));
+
+    // DeleteRecords on partitions of both shards.
+    assert_eq!(c.produce("grow", 0, 10, 10), (NONE, 0));
+    assert_eq!(c.produce("grow", 1, 10, 10), (NONE, 0));
+    assert_eq!(c.delete_records("grow", 0, 5), (NONE, 5));
+    assert_eq!(c.delete_records("grow", 1, -1), (NONE, 10));
+    assert_eq!(
+        c.delete_records("grow", 0, 3),
+        (NONE, 5),
+        "never moves back"
+    );
+    assert_eq!(c.delete_records("grow", 0, 11).0, OFFSET_OUT_OF_RANGE);
+    assert_eq!(c.delete_records("grow", 9, 0).0, UNKNOWN_TOPIC_OR_PARTITION);
+    assert_eq!(
+        c.delete_records("missing", 0, 0).0,
+        UNKNOWN_TOPIC_OR_PARTITION
+    );
+    assert_eq!(c.list_offset("grow", 0, -2), (NONE, 5));
+    assert_eq!(c.list_offset("grow", 0, -1), (NONE, 10));
+    assert_eq!(c.list_offset("grow", 1, -2), (NONE, 10));
+    assert_eq!(c.fetch("grow", 0, 0).0, OFFSET_OUT_OF_RANGE);
+    let (code, log_start, hw, bytes) = c.fetch("grow", 0, 5);
+    assert_eq!((code, log_start, hw), (NONE, 5, 10));
+    assert!(bytes > 0);
+
+    // The partition count and the log start offsets survive a restart.
+    drop(c);
+    broker.restart();
+    let mut c = broker.client();
+    assert_eq!(c.topic_metadata("grow").1, 5);
+    assert_eq!(c.list_offset("grow", 0, -2), (NONE, 5));
+    assert_eq!(c.list_offset("grow", 1, -2), (NONE, 10));
+    assert_eq!(c.list_offset("grow", 4, -1), (NONE, 3));
+
+    // DeleteTopics by name: gone from Metadata and from disk.
+    let data = broker.data_dir();
+    assert_eq!(partition_dirs(&data, "grow").len(), 5);
+    assert_eq!(
+        c.delete_topic(Some("grow"), Uuid::nil()),
+        (NONE, Some("grow".into()))
+    );
+    assert_eq!(c.topic_metadata("grow").0, UNKNOWN_TOPIC_OR_PARTITION);
+    assert_eq!(partition_dirs(&data, "grow"), Vec::<String>::new());
+    assert_eq!(
+        c.delete_topic(Some("grow"), Uuid::nil()).0,
+        UNKNOWN_TOPIC_OR_PARTITION
+    );
+    assert_eq!(c.produce("grow", 0, 1, 10).0, UNKNOWN_TOPIC_OR_PARTITION);
+
+    // By id (v6), and an unknown id.
+    c.create_topic("byid", 2, &[]);
+    let (_, _, id) = c.topic_metadata("byid");
+    assert!(!id.is_nil());
+    assert_eq!(c.delete_topic(None, Uuid::new_v4()).0, UNKNOWN_TOPIC_ID);
+    assert_eq!(c.delete_topic(None, id), (NONE, Some("byid".into())));
+    assert_eq!(c.topic_metadata("byid").0, UNKNOWN_TOPIC_OR_PARTITION);
+    assert!(partition_dirs(&data, "byid").is_empty());
+
+    // v1 by names; the name can be used again afterwards.
+    c.create_topic("old", 1, &[]);
+    let mut req = DeleteTopicsRequest::default();
+    req.topic_names = vec![topic_name("old"), topic_name("never")];
+    req.timeout_ms = 5000;
+    let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 1, &req);
+    let codes: Vec<i16> = resp.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, vec![NONE, UNKNOWN_TOPIC_OR_PARTITION]);
+    c.create_topic("old", 1, &[]);
+    assert_eq!(
+        c.produce("old", 0, 2, 10),
+        (NONE, 0),
+        "a recreated topic starts empty"
+    );
+
+    // Deleted topics stay deleted after a restart.
+    drop(c);
+    broker.restart();
+    let mut c = broker.client();
+    for gone in ["grow", "byid"] {
+        assert_eq!(
+            c.topic_metadata(gone).0,
+            UNKNOWN_TOPIC_OR_PARTITION,
+            "{gone}"
+        );
+        assert!(partition_dirs(&data, gone).is_empty(), "{gone}");
+    }
+    assert_eq!(c.list_offset("old", 0, -1), (NONE, 2));
+
+    drop(c);
+    broker.stop_cleanly();
+}
+
+#[test]
+fn cluster_description_and_every_version_encodes() {
+    let broker = Broker::start();
+    let mut c = broker.client();
+
+    for version in 0..=1 {
+        let req = DescribeClusterRequest::default();
+        let resp: DescribeClusterResponse = c.call(ApiKey::DescribeCluster, version, &req);
+        assert_eq!(resp.error_code, NONE);
+        assert_eq!(resp.controller_id, BrokerId(0));
+        assert!(!resp.cluster_id.is_empty());
+        assert_eq!(resp.brokers.len(), 1);
+        assert_eq!(resp.brokers[0].broker_id, BrokerId(0));
+        assert_eq!(resp.brokers[0].host.as_str(), "127.0.0.1");
+        assert_eq!(resp.brokers[0].port, i32::from(broker.addr.port()));
+        assert_eq!(resp.endpoint_type, 1);
+    }
+    let mut req = DescribeClusterRequest::default();
+    req.endpoint_type = 2;
+    let resp: DescribeClusterResponse = c.call(ApiKey::DescribeCluster, 1, &req);
+    assert_eq!(
+        resp.error_code,
+        ResponseError::UnsupportedEndpointType.code()
+    );
+
+    // ApiVersions advertises exactly the handler table.
+    let resp: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(resp.error_code, NONE);
+    for spec in ringbroker::server::handlers::APIS {
+        let v = resp
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == spec.key as i16)
+            .unwrap_or_else(|| panic!("{:?} is not advertised", spec.key));
+        if spec.key != ApiKey::Produce {
+            assert_eq!(v.min_version, spec.min_version, "{:?}", spec.key);
+        }
+        assert_eq!(v.max_version, spec.max_version, "{:?}", spec.key);
+    }
+    assert_eq!(
+        resp.api_keys.len(),
+        ringbroker::server::handlers::APIS.len()
+    );
+    for (key, min, max) in [
+        (ApiKey::DeleteTopics, 1, 6),
+        (ApiKey::DeleteRecords, 0, 2),
+        (ApiKey::DescribeConfigs, 1, 4),
+        (ApiKey::AlterConfigs, 0, 2),
+        (ApiKey::CreatePartitions, 0, 3),
+        (ApiKey::IncrementalAlterConfigs, 0, 1),
+        (ApiKey::DescribeCluster, 0, 1),
+    ] {
+        let v = resp
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key as i16)
+            .unwrap();
+        assert_eq!((v.min_version, v.max_version), (min, max), "{key:?}");
+    }
+
+    // Every advertised version of every new API answers (the response encodes).
+    c.create_topic("v", 1, &[("retention.ms", "1000")]);
+    for version in 1..=4 {
+        for (t, name) in [(TOPIC, "v"), (TOPIC, "missing"), (BROKER, "0")] {
+            let d = c.describe_configs(version, t, name, None);
+            assert_eq!(d.error_code == NONE, name != "missing", "v{version} {name}");
+        }
+    }
+    for version in 0..=2 {
+        let mut r = alter_configs_request::AlterConfigsResource::default();
+        r.resource_type = TOPIC;
+        r.resource_name = s("v");
+        let mut req = AlterConfigsRequest::default();
+        req.resources = vec![r];
+        req.validate_only = true;
+        let resp: AlterConfigsResponse = c.call(ApiKey::AlterConfigs, version, &req);
+        assert_eq!(resp.responses[0].error_code, NONE, "v{version}");
+    }
+    for version in 0..=1 {
+        let mut r = incremental_alter_configs_request::AlterConfigsResource::default();
+        r.resource_type = TOPIC;
+        r.resource_name = s("missing");
+        let mut req = IncrementalAlterConfigsRequest::default();
+        req.resources = vec![r];
+        let resp: IncrementalAlterConfigsResponse =
+            c.call(ApiKey::IncrementalAlterConfigs, version, &req);
+        assert_eq!(resp.responses[0].error_code, UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    for version in 0..=3 {
+        let mut t = CreatePartitionsTopic::default();
+        t.name = topic_name("v");
+        t.count = 1;
+        let mut req = CreatePartitionsRequest::default();
+        req.topics = vec![t];
+        let resp: CreatePartitionsResponse = c.call(ApiKey::CreatePartitions, version, &req);
+        assert_eq!(resp.results[0].error_code, INVALID_PARTITIONS, "v{version}");
+    }
+    for version in 0..=2 {
+        let mut p = DeleteRecordsPartition::default();
+        p.offset = 0;
+        let mut t = DeleteRecordsTopic::default();
+        t.name = topic_name("v");
+        t.partitions = vec![p];
+        let mut req = DeleteRecordsRequest::default();
+        req.topics = vec![t];
+        let resp: DeleteRecordsResponse = c.call(ApiKey::DeleteRecords, version, &req);
+        assert_eq!(resp.topics[0].partitions[0].error_code, NONE, "v{version}");
+        assert_eq!(resp.topics[0].partitions[0].low_watermark, 0);
+    }
+    for version in 1..=5 {
+        let mut req = DeleteTopicsRequest::default();
+        req.topic_names = vec![topic_name("missing")];
+        let resp: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, version, &req);
+        assert_eq!(resp.responses[0].error_code, UNKNOWN_TOPIC_OR_PARTITION);
+        assert_eq!(
+            resp.responses[0].error_message.is_some(),
+            version >= 5,
+            "v{version}"
+        );
+    }
+
+    drop(c);
+    broker.stop_cleanly();
+}
