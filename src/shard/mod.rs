@@ -41,8 +41,6 @@ pub enum ShardError {
         partition: i32,
         source: LogError,
     },
-    #[error("topic {topic} has an invalid config: {reason}")]
-    TopicConfig { topic: String, reason: String },
 }
 
 type PartitionKey = (String, i32);
@@ -130,13 +128,16 @@ impl Shard {
     async fn open_owned_logs(&self, meta: &ClusterMetadata) -> Result<(), ShardError> {
         let mut wanted = Vec::new();
         for topic in meta.topics.values() {
-            let log_config =
-                topic_log_config(&self.config.log_defaults, &topic.configs).map_err(|e| {
-                    ShardError::TopicConfig {
-                        topic: topic.name.clone(),
-                        reason: e.to_string(),
-                    }
-                })?;
+            // Configs are validated before they are stored; should one still not parse (a
+            // hand-edited file, a property dropped in a later version), serve the topic with
+            // the broker defaults rather than fail every topic.
+            let log_config = match topic_log_config(&self.config.log_defaults, &topic.configs) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(topic = %topic.name, error = %e, "invalid topic config; using broker defaults");
+                    self.config.log_defaults.clone()
+                }
+            };
             for (i, p) in topic.partitions.iter().enumerate() {
                 if p.shard == self.id {
                     wanted.push((topic.name.clone(), i as i32, log_config.clone()));
