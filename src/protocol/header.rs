@@ -14,6 +14,9 @@ pub enum HeaderError {
     BadTaggedFields,
 }
 
+/// The newest ApiVersions version whose header layout we know.
+const MAX_KNOWN_API_VERSIONS_VERSION: i16 = 4;
+
 /// A request with its header parsed and its body still encoded.
 #[derive(Debug, Clone)]
 pub struct RequestFrame {
@@ -56,7 +59,12 @@ impl RequestFrame {
                     Some(String::from_utf8(raw.to_vec()).map_err(|_| HeaderError::BadClientId)?);
             }
         }
-        if header_version >= 2 {
+        // An ApiVersions request of a version we do not know is answered with the versions we
+        // do (as Kafka does); its header may come without tagged fields and its body is never
+        // read, so do not insist on them.
+        let unknown_api_versions =
+            api == Some(ApiKey::ApiVersions) && api_version > MAX_KNOWN_API_VERSIONS_VERSION;
+        if header_version >= 2 && !unknown_api_versions {
             skip_tagged_fields(&mut frame)?;
         }
         Ok(RequestFrame {

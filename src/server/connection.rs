@@ -130,8 +130,18 @@ pub async fn serve(
         budget.acquire(size).await;
         let (api_key, version) = (request.api_key, request.api_version);
         let task_shard = Rc::clone(&shard);
-        let task = runtime::spawn(async move { handlers::dispatch(&task_shard, &request).await });
+        let (decoded_tx, decoded_rx) = local_oneshot::channel();
+        let task =
+            runtime::spawn(
+                async move { handlers::dispatch(&task_shard, &request, decoded_tx).await },
+            );
         if tx.send((task, size, api_key, version)).await.is_err() {
+            break;
+        }
+        // Decoding is synchronous at the start of each handler, so this waits only for the
+        // task's first step; execution stays pipelined. A request the broker cannot take ends
+        // the connection, and nothing after it may run.
+        if decoded_rx.await == Some(false) {
             break;
         }
     }

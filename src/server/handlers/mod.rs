@@ -15,6 +15,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
@@ -23,6 +24,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::protocol::header::{frame_response, RequestFrame};
 use crate::shard::Shard;
+use crate::util::local_oneshot;
 
 /// An API the broker serves and the versions it accepts.
 #[derive(Debug, Clone, Copy)]
@@ -140,6 +142,9 @@ pub struct Request<'a> {
     pub shard: &'a Rc<Shard>,
     pub frame: &'a RequestFrame,
     pub api: ApiKey,
+    /// Told whether the body decoded, so the connection reads the next request only then
+    /// (a request behind a malformed one must not run: the connection is about to close).
+    decoded: RefCell<Option<local_oneshot::Sender<bool>>>,
 }
 
 impl Request<'_> {
@@ -150,11 +155,21 @@ impl Request<'_> {
     /// Decodes the body with the kafka-protocol crate.
     pub fn decode<T: Decodable>(&self) -> Result<T, HandlerError> {
         let mut body = self.frame.body.clone();
-        T::decode(&mut body, self.version()).map_err(|e| HandlerError::Decode {
+        let decoded = T::decode(&mut body, self.version()).map_err(|e| HandlerError::Decode {
             api: self.api,
             version: self.version(),
             reason: e.to_string(),
-        })
+        });
+        self.signal_decoded(decoded.is_ok());
+        decoded
+    }
+
+    /// Reports whether the request body could be decoded (handlers that decode by hand call
+    /// this themselves).
+    pub fn signal_decoded(&self, ok: bool) {
+        if let Some(tx) = self.decoded.borrow_mut().take() {
+            tx.send(ok);
+        }
     }
 
     /// Encodes a response body.
@@ -181,15 +196,25 @@ pub fn encode<T: Encodable>(
 
 /// Handles one request; returns the framed response, or `None` when none is due (Produce
 /// with acks=0).
+///
+/// `decoded` is told whether the request is acceptable (known API and version, body decoded)
+/// as soon as that is known; it is dropped unsignalled for requests with nothing to decode.
 pub async fn dispatch(
     shard: &Rc<Shard>,
     frame: &RequestFrame,
+    decoded: local_oneshot::Sender<bool>,
 ) -> Result<Option<Bytes>, HandlerError> {
-    let api = frame.api.ok_or(HandlerError::UnknownApi(frame.api_key))?;
+    let Some(api) = frame.api else {
+        decoded.send(false);
+        return Err(HandlerError::UnknownApi(frame.api_key));
+    };
     let version = frame.api_version;
     let spec = match spec_for(api) {
         Some(s) => s,
-        None => return Err(HandlerError::UnsupportedApi(api)),
+        None => {
+            decoded.send(false);
+            return Err(HandlerError::UnsupportedApi(api));
+        }
     };
     let legacy_produce = api == ApiKey::Produce && (0..=2).contains(&version);
     if !legacy_produce && (version < spec.min_version || version > spec.max_version) {
@@ -199,6 +224,7 @@ pub async fn dispatch(
             let body = api_versions::unsupported_version_body()?;
             return Ok(Some(frame_response(frame.correlation_id, 0, &body)));
         }
+        decoded.send(false);
         return Err(HandlerError::UnsupportedVersion {
             api,
             version,
@@ -206,7 +232,12 @@ pub async fn dispatch(
             max: spec.max_version,
         });
     }
-    let req = Request { shard, frame, api };
+    let req = Request {
+        shard,
+        frame,
+        api,
+        decoded: RefCell::new(Some(decoded)),
+    };
     let body = match api {
         ApiKey::ApiVersions => Some(api_versions::handle(&req)?),
         ApiKey::Metadata => Some(metadata::handle(&req).await?),

@@ -34,7 +34,9 @@ pub async fn handle_legacy(req: &Request<'_>) -> Result<Option<Bytes>, HandlerEr
         api: req.api,
         version,
         reason: e.to_string(),
-    })?;
+    });
+    req.signal_decoded(request.is_ok());
+    let request = request?;
     let shard = req.shard;
     let acks = request.acks;
     let durable = acks == -1 && shard.config.fsync_on_acks_all;
