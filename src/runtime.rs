@@ -325,8 +325,23 @@ pub struct TcpListener {
 }
 
 impl TcpListener {
+    /// Binds with SO_REUSEPORT (every shard listens on the same address) and SO_REUSEADDR
+    /// (a restarted broker can bind while connections of the previous one linger in
+    /// TIME_WAIT or FIN_WAIT). Neither lets a second broker in unnoticed: the server probes
+    /// the port without SO_REUSEPORT first.
     pub fn bind(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
-        let inner = glommio::net::TcpListener::bind(addr)?;
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(1024)?;
+        // SAFETY: the descriptor is a bound, listening TCP socket that we own and hand over.
+        let inner = unsafe { glommio::net::TcpListener::from_raw_fd(socket.into_raw_fd()) };
         Ok(TcpListener { inner })
     }
 

@@ -12,7 +12,7 @@ pub mod handlers;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,15 +108,6 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         pin: config.pin_shards,
         ..ShardsConfig::unpinned(config.shards)
     };
-    println!(
-        "ringbroker {} listening on {} (advertised {}:{}), data dir {}, {} shards",
-        env!("CARGO_PKG_VERSION"),
-        listen,
-        config.advertised_host,
-        config.advertised_port,
-        config.data_dir.display(),
-        shards.shards
-    );
     tracing::info!(
         listen = %listen,
         data_dir = %config.data_dir.display(),
@@ -125,8 +116,24 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         node_id = config.node_id,
         "starting"
     );
+    // The "listening on" line is printed by the last shard to bind: from then on every shard
+    // accepts connections (scripts and tests wait for this line).
+    let banner = format!(
+        "ringbroker {} listening on {} (advertised {}:{}), data dir {}, {} shards",
+        env!("CARGO_PKG_VERSION"),
+        listen,
+        config.advertised_host,
+        config.advertised_port,
+        config.data_dir.display(),
+        shards.shards
+    );
+    let ready = Arc::new(Ready {
+        shards: shards.shards,
+        bound: AtomicUsize::new(0),
+        banner,
+    });
     let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
-        shard_main(ctx, config, stop)
+        shard_main(ctx, config, stop, ready)
     })?;
     for (shard, r) in results.into_iter().enumerate() {
         r.map_err(|reason| ServerError::Shard { shard, reason })?;
@@ -135,16 +142,35 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// Counts shards whose listener is bound; the last one announces the broker.
+struct Ready {
+    shards: usize,
+    bound: AtomicUsize,
+    banner: String,
+}
+
+impl Ready {
+    fn shard_bound(&self) {
+        if self.bound.fetch_add(1, Ordering::AcqRel) + 1 == self.shards {
+            use std::io::Write;
+            println!("{}", self.banner);
+            let _ = std::io::stdout().flush();
+        }
+    }
+}
+
 async fn shard_main(
     ctx: ShardContext<MeshMessage>,
     config: BrokerConfig,
     stop: Arc<AtomicBool>,
+    ready: Arc<Ready>,
 ) -> Result<(), String> {
     let listen = config.listen;
     let (shard, inboxes) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
     shard.serve_mesh(inboxes);
     let listener =
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    ready.shard_bound();
     let shutdown = Rc::new(ShutdownSignal::new());
     let connections = Rc::new(std::cell::Cell::new(0usize));
 

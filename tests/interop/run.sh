@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Interop suite: real third-party Kafka clients (kcat, confluent-kafka, kafka-python) against a
+# real ringbroker process.
+#
+#   bash tests/interop/run.sh            builds the release binary if needed, then runs everything
+#   RINGBROKER_BIN=path bash tests/interop/run.sh     use that binary instead of building
+#   INTEROP_VERBOSE=1 ...                 print every PASS line too (they are always in the logs)
+#
+# Starts a broker (2 shards) on a free loopback port with a temp data dir, checks that a second
+# broker on the same data dir or port is refused, runs each client's `before` phase, restarts
+# the broker (SIGTERM must exit 0) and runs each client's `after` phase (all data intact), then
+# stops it again. Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero
+# on any failure. Needs kcat and python3 with confluent-kafka, kafka-python, lz4, python-snappy,
+# zstandard (.ci/run installs them).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+HERE=$ROOT/tests/interop
+T_START=$(date +%s)
+
+PASSED=0
+FAILED=0
+KNOWN=0
+SKIPPED=0
+pass() { PASSED=$((PASSED + 1)); [ -n "${INTEROP_VERBOSE:-}" ] && echo "PASS interop: $*"; return 0; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL interop: $*"; }
+summary() {
+  [ $((KNOWN + SKIPPED)) -gt 0 ] && echo "interop: $KNOWN known failures (missing broker features), $SKIPPED skipped"
+  echo "interop: took $(($(date +%s) - T_START))s; logs in $WORK (kept on failure or with INTEROP_KEEP=1)"
+  echo "interop: $PASSED passed, $FAILED failed"
+}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringbroker-interop.XXXXXX")
+DATA=$WORK/data
+STATE=$WORK/state
+mkdir -p "$DATA" "$STATE"
+BPID=
+PORT=
+BROKER_N=0
+
+# ---------------------------------------------------------------- prerequisites
+missing=
+command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
+python3 -c 'import confluent_kafka, kafka, lz4, snappy, zstandard' 2>/dev/null ||
+  missing="$missing python3-modules(confluent-kafka,kafka-python,lz4,python-snappy,zstandard)"
+if [ -n "$missing" ]; then
+  fail "missing prerequisites:$missing (.ci/run installs them)"
+  summary
+  exit 1
+fi
+
+if [ -n "${RINGBROKER_BIN:-}" ]; then
+  BIN=$RINGBROKER_BIN
+else
+  echo "== interop: cargo build --release"
+  if ! cargo build --release --bin ringbroker --quiet; then
+    fail "cargo build --release"
+    summary
+    exit 1
+  fi
+  TARGET_DIR=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  BIN=$TARGET_DIR/release/ringbroker
+fi
+[ -x "$BIN" ] || { fail "no broker binary at $BIN"; summary; exit 1; }
+T_START=$(date +%s) # the suite's own time, without the build
+
+# ---------------------------------------------------------------- broker control
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+can_connect() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_broker PORT DATA_DIR LOGNAME: runs the broker in the background, sets LAST_PID; returns 0
+# once it printed its "listening on" line and accepts connections (bounded: 20 s), 1 if it
+# exited or never got there. READY_AT_LINE=1 if a connection made right when the line appeared
+# was accepted (the line is the readiness signal scripts wait for).
+start_broker() {
+  local port=$1 dir=$2 log=$WORK/$3 i
+  "$BIN" serve --listen "127.0.0.1:$port" --data-dir "$dir" --shards 2 >"$log.out" 2>"$log.err" &
+  LAST_PID=$!
+  READY_AT_LINE=0
+  for i in $(seq 1 1000); do
+    if grep -q "listening on" "$log.out" 2>/dev/null; then
+      can_connect "$port" && READY_AT_LINE=1
+      for i in $(seq 1 1000); do
+        can_connect "$port" && return 0
+        kill -0 "$LAST_PID" 2>/dev/null || return 1
+        sleep 0.02
+      done
+      return 1
+    fi
+    kill -0 "$LAST_PID" 2>/dev/null || return 1
+    sleep 0.02
+  done
+  return 1
+}
+
+# wait_exit PID SECONDS: waits for the process to end, sets EXIT_RC; 1 on timeout.
+wait_exit() {
+  local pid=$1 i
+  for i in $(seq 1 $(($2 * 10))); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" 2>/dev/null
+      EXIT_RC=$?
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# stop_broker WHAT: SIGTERM, then the exit code must be 0 within 20 s.
+stop_broker() {
+  [ -n "$BPID" ] || return 0
+  kill -TERM "$BPID" 2>/dev/null
+  if wait_exit "$BPID" 20; then
+    if [ "$EXIT_RC" = 0 ]; then pass "$1: SIGTERM -> exit 0"; else fail "$1: SIGTERM -> exit code $EXIT_RC"; fi
+  else
+    fail "$1: still running 20 s after SIGTERM (killed)"
+    kill -KILL "$BPID" 2>/dev/null
+    wait "$BPID" 2>/dev/null
+  fi
+  BPID=
+}
+
+check_ready_at_line() {
+  if [ "$READY_AT_LINE" = 1 ]; then
+    pass "$1: connections accepted as soon as 'listening on' is printed"
+  else
+    fail "$1: connection refused right after the broker printed 'listening on' (the line comes before the shards bind)"
+  fi
+}
+
+start_main_broker() {
+  BROKER_N=$((BROKER_N + 1))
+  local tries
+  for tries in 1 2 3; do
+    [ -n "$PORT" ] || PORT=$(free_port)
+    if start_broker "$PORT" "$DATA" "broker$BROKER_N"; then
+      BPID=$LAST_PID
+      pass "$1: broker listening on 127.0.0.1:$PORT"
+      check_ready_at_line "$1"
+      return 0
+    fi
+    kill -KILL "$LAST_PID" 2>/dev/null
+    wait "$LAST_PID" 2>/dev/null
+    echo "interop: broker did not start on port $PORT (try $tries):"
+    tail -5 "$WORK/broker$BROKER_N.err"
+    PORT= # the port may have been taken meanwhile: pick another
+  done
+  fail "$1: broker did not start (see $WORK/broker$BROKER_N.err)"
+  return 1
+}
+
+cleanup() {
+  if [ -n "$BPID" ] && kill -0 "$BPID" 2>/dev/null; then
+    kill -TERM "$BPID" 2>/dev/null
+    wait_exit "$BPID" 20 || { kill -KILL "$BPID" 2>/dev/null; wait "$BPID" 2>/dev/null; }
+  fi
+  if [ "$FAILED" -eq 0 ] && [ -z "${INTEROP_KEEP:-}" ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'echo "interop: interrupted"; exit 130' INT TERM
+
+# run_client NAME TIMEOUT CMD...: runs a client script, echoes its non-PASS lines, counts its
+# PASS/FAIL/SKIP/KNOWN-FAIL lines. A script that fails without a FAIL line counts as one failure.
+run_client() {
+  local name=$1 limit=$2 log=$WORK/$1.log rc
+  shift 2
+  echo "== interop: $name"
+  timeout "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  if [ -n "${INTEROP_VERBOSE:-}" ]; then
+    grep -E '^(PASS|FAIL|SKIP|KNOWN-FAIL|==) ' "$log"
+  else
+    grep -E '^(FAIL|SKIP|KNOWN-FAIL|==) ' "$log"
+  fi
+  local p f
+  p=$(grep -c '^PASS ' "$log")
+  f=$(grep -c '^FAIL ' "$log")
+  PASSED=$((PASSED + p))
+  FAILED=$((FAILED + f))
+  SKIPPED=$((SKIPPED + $(grep -c '^SKIP ' "$log")))
+  KNOWN=$((KNOWN + $(grep -c '^KNOWN-FAIL ' "$log")))
+  if [ $rc -eq 124 ]; then
+    fail "$name: timed out after ${limit}s (log: $log)"
+    tail -5 "$log"
+  elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+    fail "$name: exited $rc without a FAIL line (log: $log)"
+    tail -15 "$log"
+  fi
+}
+
+check_no_panic() {
+  local f
+  for f in "$WORK"/broker*.err; do
+    if grep -qiE 'panicked|RUST_BACKTRACE' "$f"; then
+      fail "broker log $(basename "$f") has a panic: $(grep -iE -m1 -A2 'panicked' "$f" | tr '\n' ' ' | head -c 400)"
+    else
+      pass "broker log $(basename "$f"): no panic"
+    fi
+  done
+}
+
+# ---------------------------------------------------------------- the suite
+echo "== interop: broker $BIN, data $DATA"
+start_main_broker "start" || { summary; exit 1; }
+B=127.0.0.1:$PORT
+
+# A second broker on the same data dir, or on the same port, must be refused.
+other_port=$(free_port)
+if start_broker "$other_port" "$DATA" second-same-dir; then
+  fail "second broker on the same data dir was not refused"
+  kill -TERM "$LAST_PID"; wait_exit "$LAST_PID" 20 || kill -KILL "$LAST_PID"
+elif wait_exit "$LAST_PID" 10 && [ "$EXIT_RC" != 0 ]; then
+  if grep -qiE 'data dir.*(in use|lock)' "$WORK/second-same-dir.err"; then
+    pass "second broker on the same data dir refused (exit $EXIT_RC, says the dir is in use)"
+  else
+    fail "second broker on the same data dir: exit $EXIT_RC but no 'in use' message: $(tail -2 "$WORK/second-same-dir.err")"
+  fi
+else
+  fail "second broker on the same data dir: neither listening nor exited non-zero"
+  kill -KILL "$LAST_PID" 2>/dev/null
+fi
+mkdir -p "$WORK/other-data"
+if start_broker "$PORT" "$WORK/other-data" second-same-port; then
+  fail "second broker on the same port was not refused"
+  kill -TERM "$LAST_PID"; wait_exit "$LAST_PID" 20 || kill -KILL "$LAST_PID"
+elif wait_exit "$LAST_PID" 10 && [ "$EXIT_RC" != 0 ]; then
+  if grep -qiE 'listen.*in use' "$WORK/second-same-port.err"; then
+    pass "second broker on the same port refused (exit $EXIT_RC, says the address is in use)"
+  else
+    fail "second broker on the same port: exit $EXIT_RC but no 'in use' message: $(tail -2 "$WORK/second-same-port.err")"
+  fi
+else
+  fail "second broker on the same port: neither listening nor exited non-zero"
+  kill -KILL "$LAST_PID" 2>/dev/null
+fi
+if python3 -c "import sys; sys.path.insert(0, '$HERE'); import common; common.api_versions('$B', 5)" 2>/dev/null; then
+  pass "first broker still answers after the refused starts"
+else
+  fail "first broker stopped answering after the refused starts"
+fi
+
+run_client kcat-before 90 bash "$HERE/kcat.sh" "$B" before "$STATE"
+run_client confluent-kafka-before 120 python3 "$HERE/confluent_kafka_test.py" --bootstrap "$B" --phase before --state "$STATE/confluent.json"
+run_client kafka-python-before 120 python3 "$HERE/kafka_python_test.py" --bootstrap "$B" --phase before --state "$STATE/kafka_python.json"
+
+# Restart on the same port and data dir while a client still holds an (idle) connection, as
+# clients that reconnect in a loop do: the new broker must be able to bind the port again.
+echo "== interop: restarting the broker"
+exec 7<>"/dev/tcp/127.0.0.1/$PORT" || fail "could not open a connection to hold across the restart"
+stop_broker "restart"
+BROKER_N=$((BROKER_N + 1))
+if start_broker "$PORT" "$DATA" "broker$BROKER_N"; then
+  BPID=$LAST_PID
+  pass "restart on the same port while a client connection was still open"
+  check_ready_at_line "restart"
+  exec 7>&-
+else
+  fail "restart on the same port while a client connection was still open: $(grep -m1 -i error "$WORK/broker$BROKER_N.err")"
+  kill -KILL "$LAST_PID" 2>/dev/null
+  wait "$LAST_PID" 2>/dev/null
+  exec 7>&-
+  PORT= # go on with the rest of the suite on another port
+  start_main_broker "restart (other port)" || { summary; exit 1; }
+fi
+B=127.0.0.1:$PORT
+
+run_client kcat-after 60 bash "$HERE/kcat.sh" "$B" after "$STATE"
+run_client confluent-kafka-after 90 python3 "$HERE/confluent_kafka_test.py" --bootstrap "$B" --phase after --state "$STATE/confluent.json"
+run_client kafka-python-after 90 python3 "$HERE/kafka_python_test.py" --bootstrap "$B" --phase after --state "$STATE/kafka_python.json"
+
+stop_broker "final stop"
+check_no_panic
+summary
+[ "$FAILED" -eq 0 ]
