@@ -25,10 +25,13 @@ use super::policy::{self, RetentionReason, RollInputs, SegmentSummary};
 use super::recovery::{self, RecoveryReport};
 use super::scan::{scan_file, BatchScanner, Scanned};
 use super::segment::{Segment, SegmentFiles, SegmentPaths};
-use crate::protocol::batch_builder::decode_records;
-use crate::protocol::record_batch::{self, BatchHeader, Compression, TimestampType};
+use crate::protocol::batch_builder::decode_records_decompressed;
+use crate::protocol::record_batch::{self, BatchHeader, TimestampType};
 use crate::runtime;
 use crate::util::local_oneshot;
+
+/// Largest decompressed batch a timestamp lookup will look inside.
+const MAX_DECOMPRESSED_LOOKUP: usize = 64 << 20;
 
 /// How an append should be acknowledged.
 #[derive(Debug, Clone, Copy)]
@@ -462,9 +465,8 @@ impl Log {
     }
 
     /// ListOffsets by timestamp: the first offset whose timestamp is ≥ `timestamp`, with that
-    /// timestamp, or `None` when every record is older. Exact for uncompressed batches; for
-    /// compressed ones the batch's base offset and max timestamp (records are not
-    /// decompressed on the broker).
+    /// timestamp, or `None` when every record is older. The batch found through the time index
+    /// is decoded (decompressed if needed) to find the exact record.
     pub async fn offset_for_timestamp(
         &self,
         timestamp: i64,
@@ -507,22 +509,20 @@ impl Log {
         let Some((pos, header)) = found else {
             return Ok(None);
         };
-        if header.compression() != Ok(Compression::None) {
-            return Ok(Some((
-                header.base_offset.max(log_start),
-                header.max_timestamp,
-            )));
-        }
         let bytes = files
             .log
             .read_at(pos, header.total_len())
             .await
             .map_err(|e| LogError::from_io(&self.inner.dir, "reading a batch", e))?;
-        let exact = decode_records(&bytes).ok().and_then(|recs| {
-            recs.into_iter()
-                .find(|r| r.timestamp >= timestamp && r.offset >= log_start)
-                .map(|r| (r.offset, r.timestamp))
-        });
+        // Look inside the batch for the exact record (decompressing it if need be: this is
+        // the one lookup that pays for it, never produce or fetch).
+        let exact = decode_records_decompressed(&bytes, MAX_DECOMPRESSED_LOOKUP)
+            .ok()
+            .and_then(|recs| {
+                recs.into_iter()
+                    .find(|r| r.timestamp >= timestamp && r.offset >= log_start)
+                    .map(|r| (r.offset, r.timestamp))
+            });
         Ok(Some(exact.unwrap_or((
             header.base_offset.max(log_start),
             header.max_timestamp,
