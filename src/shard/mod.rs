@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
 
 use crate::config::{topic_log_config, BrokerConfig};
 use crate::log::{partition_dir_name, AppendOptions, Log, LogError};

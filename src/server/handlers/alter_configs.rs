@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use bytes::Bytes;
-use kafka_protocol::messages::alter_configs_request::{AlterConfigsRequest, AlterConfigsResource};
-use kafka_protocol::messages::alter_configs_response::{
+use crate::protocol::messages::alter_configs_request::{AlterConfigsRequest, AlterConfigsResource};
+use crate::protocol::messages::alter_configs_response::{
     AlterConfigsResourceResponse, AlterConfigsResponse,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC};
 use super::{str_bytes, HandlerError, Request};

@@ -1,9 +1,9 @@
 //! ApiVersions (key 18): the versions of every API in the handler table.
 
+use crate::protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+use crate::protocol::messages::ApiKey;
+use crate::protocol::ResponseError;
 use bytes::Bytes;
-use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
-use kafka_protocol::messages::ApiKey;
-use kafka_protocol::ResponseError;
 
 use super::{encode, HandlerError, Request, APIS};
 

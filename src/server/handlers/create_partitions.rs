@@ -5,14 +5,14 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
-use kafka_protocol::messages::create_partitions_request::{
+use crate::protocol::messages::create_partitions_request::{
     CreatePartitionsRequest, CreatePartitionsTopic,
 };
-use kafka_protocol::messages::create_partitions_response::{
+use crate::protocol::messages::create_partitions_response::{
     CreatePartitionsResponse, CreatePartitionsTopicResult,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
-use kafka_protocol::messages::create_topics_request::CreateTopicsRequest;
-use kafka_protocol::messages::create_topics_response::{
+use crate::protocol::messages::create_topics_request::CreateTopicsRequest;
+use crate::protocol::messages::create_topics_response::{
     CreatableTopicResult, CreateTopicsResponse,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;

@@ -2,12 +2,12 @@
 //! high watermark). Records before it are no longer readable; the segments wholly before it are
 //! deleted. The answer's low watermark is the new log start offset.
 
-use bytes::Bytes;
-use kafka_protocol::messages::delete_records_request::DeleteRecordsRequest;
-use kafka_protocol::messages::delete_records_response::{
+use crate::protocol::messages::delete_records_request::DeleteRecordsRequest;
+use crate::protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::{HandlerError, Request};
 use crate::shard::messages::{PartitionOp, PartitionResult};

@@ -4,12 +4,12 @@
 
 use std::collections::HashSet;
 
-use bytes::Bytes;
-use kafka_protocol::messages::delete_topics_request::DeleteTopicsRequest;
-use kafka_protocol::messages::delete_topics_response::{
+use crate::protocol::messages::delete_topics_request::DeleteTopicsRequest;
+use crate::protocol::messages::delete_topics_response::{
     DeletableTopicResult, DeleteTopicsResponse,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 use uuid::Uuid;
 
 use super::{str_bytes, topic_name, HandlerError, Request};

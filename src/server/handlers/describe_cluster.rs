@@ -1,13 +1,13 @@
 //! DescribeCluster (key 60): the cluster id, the controller and the brokers. One broker for
 //! now: this one, which is also the controller.
 
-use bytes::Bytes;
-use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
-use kafka_protocol::messages::describe_cluster_response::{
+use crate::protocol::messages::describe_cluster_request::DescribeClusterRequest;
+use crate::protocol::messages::describe_cluster_response::{
     DescribeClusterBroker, DescribeClusterResponse,
 };
-use kafka_protocol::messages::BrokerId;
-use kafka_protocol::ResponseError;
+use crate::protocol::messages::BrokerId;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 

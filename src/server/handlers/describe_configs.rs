@@ -2,15 +2,15 @@
 //! understands, with where its value comes from) and of this broker (read-only: broker
 //! properties are set in the config file or on the command line).
 
-use bytes::Bytes;
-use kafka_protocol::messages::describe_configs_request::{
+use crate::protocol::messages::describe_configs_request::{
     DescribeConfigsRequest, DescribeConfigsResource,
 };
-use kafka_protocol::messages::describe_configs_response::{
+use crate::protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
     DescribeConfigsSynonym,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::config::{topic_log_config, topic_property_value, BrokerConfig, TOPIC_PROPERTIES};

@@ -3,12 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use kafka_protocol::messages::fetch_request::FetchRequest;
-use kafka_protocol::messages::fetch_response::{
+use crate::protocol::messages::fetch_request::FetchRequest;
+use crate::protocol::messages::fetch_response::{
     FetchResponse, FetchableTopicResponse, PartitionData,
 };
-use kafka_protocol::messages::BrokerId;
+use crate::protocol::messages::BrokerId;
+use bytes::Bytes;
 
 use super::{HandlerError, Request};
 use crate::shard::messages::{PartitionOp, PartitionResult};
@@ -143,7 +143,7 @@ fn build_response(
                     d.records = Some(Bytes::new());
                 }
                 _ => {
-                    d.error_code = kafka_protocol::ResponseError::UnknownServerError.code();
+                    d.error_code = crate::protocol::ResponseError::UnknownServerError.code();
                     d.records = Some(Bytes::new());
                 }
             }

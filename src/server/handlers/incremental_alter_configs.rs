@@ -8,14 +8,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use bytes::Bytes;
-use kafka_protocol::messages::incremental_alter_configs_request::{
+use crate::protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, IncrementalAlterConfigsRequest,
 };
-use kafka_protocol::messages::incremental_alter_configs_response::{
+use crate::protocol::messages::incremental_alter_configs_response::{
     AlterConfigsResourceResponse, IncrementalAlterConfigsResponse,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::alter_configs::{
     apply_topic_configs, duplicate_resource_error, duplicate_resources, existing_topic_configs,

@@ -1,11 +1,11 @@
 //! ListOffsets (key 2): earliest (-2), latest (-1), max timestamp (-3) or the first offset at
 //! or after a timestamp.
 
-use bytes::Bytes;
-use kafka_protocol::messages::list_offsets_request::ListOffsetsRequest;
-use kafka_protocol::messages::list_offsets_response::{
+use crate::protocol::messages::list_offsets_request::ListOffsetsRequest;
+use crate::protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
+use bytes::Bytes;
 
 use super::{HandlerError, Request};
 use crate::shard::messages::{PartitionOp, PartitionResult};
@@ -43,7 +43,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     r.offset = -1;
                     r.timestamp = -1;
                 }
-                _ => r.error_code = kafka_protocol::ResponseError::UnknownServerError.code(),
+                _ => r.error_code = crate::protocol::ResponseError::UnknownServerError.code(),
             }
             t.partitions.push(r);
         }

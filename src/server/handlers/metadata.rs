@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
-use kafka_protocol::messages::metadata_request::MetadataRequest;
-use kafka_protocol::messages::metadata_response::{
+use crate::protocol::messages::metadata_request::MetadataRequest;
+use crate::protocol::messages::metadata_response::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::BrokerId;
-use kafka_protocol::ResponseError;
+use crate::protocol::messages::BrokerId;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::{str_bytes, topic_name, HandlerError, Request};
 use crate::shard::messages::AdminOp;

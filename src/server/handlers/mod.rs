@@ -18,9 +18,9 @@ pub mod produce;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::protocol::messages::ApiKey;
+use crate::protocol::{Decodable, Encodable};
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::ApiKey;
-use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::protocol::header::{frame_response, RequestFrame};
 use crate::shard::Shard;
@@ -264,12 +264,10 @@ pub async fn dispatch(
 }
 
 /// A topic name as the protocol types want it.
-pub fn topic_name(name: &str) -> kafka_protocol::messages::TopicName {
-    kafka_protocol::messages::TopicName(kafka_protocol::protocol::StrBytes::from_string(
-        name.to_string(),
-    ))
+pub fn topic_name(name: &str) -> crate::protocol::messages::TopicName {
+    crate::protocol::messages::TopicName(crate::protocol::StrBytes::from_string(name.to_string()))
 }
 
-pub fn str_bytes(s: impl Into<String>) -> kafka_protocol::protocol::StrBytes {
-    kafka_protocol::protocol::StrBytes::from_string(s.into())
+pub fn str_bytes(s: impl Into<String>) -> crate::protocol::StrBytes {
+    crate::protocol::StrBytes::from_string(s.into())
 }

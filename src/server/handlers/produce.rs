@@ -4,12 +4,12 @@
 //! acks=all (-1) likewise on one node, and additionally waits for an fdatasync when
 //! `ringbroker.acks.all.fsync` is set (group-committed with concurrent appends).
 
-use bytes::Bytes;
-use kafka_protocol::messages::produce_request::ProduceRequest;
-use kafka_protocol::messages::produce_response::{
+use crate::protocol::messages::produce_request::ProduceRequest;
+use crate::protocol::messages::produce_response::{
     PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::ResponseError;
+use crate::protocol::ResponseError;
+use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::protocol::legacy::convert_message_set;
