@@ -1,1 +1,335 @@
-fn main() {}
+//! Read paths of the partition log.
+//!
+//! - `log_read/sequential_1MiB`: consumer-style reads of 1 MiB (`read(offset, 1 MiB, None)`,
+//!   then on from the next offset) over a 256 MiB log of 16 KiB batches, page cache warm
+//!   (the log was just written and read once before measuring). Throughput in bytes returned.
+//! - `log_read/random_offset_1B`: `read(offset, 1, None)` at random offsets of a log of
+//!   ~400k batches of 100 bytes in several 8 MiB segments: segment search, sparse index lookup,
+//!   the forward scan and the file read, i.e. the latency of a fetch that lands anywhere.
+//! - `offset_index/lookup_250k`: `OffsetIndex::lookup` alone, in memory, on 250k entries
+//!   (a 1 GiB segment at the default 4 KiB index interval), at random targets.
+//!
+//! As in `log_append`, each log lives on its own glommio executor thread (see `Driver`):
+//! criterion's `iter_custom` asks it for `iters` reads and gets back the time it measured.
+//! Data goes to `target/bench-data` (or `RINGBROKER_BENCH_DIR`) and is removed at the end.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use ringbroker::log::offset_index::OffsetIndex;
+use ringbroker::log::{AppendOptions, Log, LogConfig};
+use ringbroker::protocol::batch_builder::BatchBuilder;
+use ringbroker::protocol::record_batch::{BatchHeader, BATCH_HEADER_LEN};
+use ringbroker::runtime;
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+
+/// Sequential read: 256 MiB of 16 KiB batches, read 1 MiB (64 batches) at a time.
+const SEQ_LOG_BYTES: usize = 256 * MIB;
+const SEQ_BATCH: usize = 16 * KIB;
+const SEQ_CHUNK: usize = MIB;
+
+/// Random reads: ~40 MB of 100-byte batches in 8 MiB segments (5 segments).
+const SMALL_BATCH: usize = 100;
+const SMALL_BATCHES: usize = 400_000;
+const SMALL_SEGMENT_BYTES: u64 = 8 * MIB as u64;
+
+const INDEX_ENTRIES: u32 = 250_000;
+
+fn bench_root() -> PathBuf {
+    let root = std::env::var_os("RINGBROKER_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"));
+    std::fs::create_dir_all(&root).expect("creating the benchmark data directory");
+    root
+}
+
+/// A valid RecordBatch v2 of exactly `size` bytes: one record whose value fills the batch.
+fn batch_of_exact_size(size: usize) -> Bytes {
+    let ts = 1_700_000_000_000i64;
+    let room = size
+        .checked_sub(BATCH_HEADER_LEN)
+        .expect("batch size below the header size");
+    for key in [None, Some(&b""[..]), Some(&b"k"[..])] {
+        for len in (room.saturating_sub(24)..=room).rev() {
+            let value: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let mut builder = BatchBuilder::new(ts);
+            builder.push(key, Some(&value), ts, &[]);
+            if builder.encoded_len() == size {
+                return builder.build();
+            }
+        }
+    }
+    panic!("no single-record batch of exactly {size} bytes");
+}
+
+/// `count` copies of `batch` back to back: one produce request of several batches.
+fn repeated(batch: &[u8], count: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(batch.len() * count);
+    for _ in 0..count {
+        out.extend_from_slice(batch);
+    }
+    out
+}
+
+/// xorshift64*: deterministic, dependency-free random numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One benchmark's executor thread (see `benches/log_append.rs`).
+struct Driver {
+    requests: Option<mpsc::Sender<u64>>,
+    replies: mpsc::Receiver<Duration>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Driver {
+    fn start<F, Fut>(name: &str, body: F) -> Driver
+    where
+        F: FnOnce(mpsc::Receiver<u64>, mpsc::Sender<Duration>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let (req_tx, req_rx) = mpsc::channel();
+        let (rep_tx, rep_rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("bench-{name}"))
+            .spawn(move || {
+                runtime::block_on(body(req_rx, rep_tx)).expect("starting a glommio executor");
+            })
+            .expect("spawning the executor thread");
+        Driver {
+            requests: Some(req_tx),
+            replies: rep_rx,
+            thread: Some(thread),
+        }
+    }
+
+    fn measure(&self, iters: u64) -> Duration {
+        self.requests
+            .as_ref()
+            .expect("driver running")
+            .send(iters)
+            .expect("the executor thread stopped (see its panic above)");
+        self.replies
+            .recv()
+            .expect("the executor thread stopped (see its panic above)")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.requests.take();
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() && !std::thread::panicking() {
+                panic!("the executor thread panicked");
+            }
+        }
+    }
+}
+
+/// Inside the executor: runs `run(iters)` (which measures itself) for each request and replies.
+/// Waiting for a request blocks the executor thread, which has nothing else to do.
+async fn serve<R, RF>(requests: mpsc::Receiver<u64>, replies: mpsc::Sender<Duration>, mut run: R)
+where
+    R: FnMut(u64) -> RF,
+    RF: Future<Output = Duration>,
+{
+    while let Ok(iters) = requests.recv() {
+        if replies.send(run(iters).await).is_err() {
+            return;
+        }
+    }
+}
+
+/// Appends `total_batches` copies of `batch`, `per_request` at a time, then flushes.
+async fn fill(log: &Log, batch: &[u8], total_batches: usize, per_request: usize) {
+    let request = repeated(batch, per_request);
+    let mut left = total_batches;
+    while left > 0 {
+        let n = left.min(per_request);
+        let options = AppendOptions {
+            durable: false,
+            now_ms: runtime::now_ms(),
+        };
+        log.append(&request[..n * batch.len()], options)
+            .await
+            .expect("append");
+        left -= n;
+    }
+    log.flush().await.expect("flush");
+}
+
+/// The offset after the last batch in `records` (whole batches, as `read` returns them).
+fn next_offset_after(records: &[u8]) -> i64 {
+    let mut pos = 0;
+    let mut next = -1;
+    while pos < records.len() {
+        let header = BatchHeader::parse(&records[pos..]).expect("a batch header");
+        next = header.next_offset();
+        pos += header.total_len();
+    }
+    next
+}
+
+fn sequential_driver() -> Driver {
+    let root = bench_root();
+    Driver::start("sequential", move |requests, replies| async move {
+        let dir = tempfile::tempdir_in(&root).expect("creating the log directory");
+        let log = Log::open(dir.path(), LogConfig::default())
+            .await
+            .expect("opening the log");
+        let batch = batch_of_exact_size(SEQ_BATCH);
+        fill(
+            &log,
+            &batch,
+            SEQ_LOG_BYTES / SEQ_BATCH,
+            SEQ_CHUNK / SEQ_BATCH,
+        )
+        .await;
+        let end = log.offsets().log_end_offset;
+        let next = std::rc::Rc::new(std::cell::Cell::new(0i64));
+        let run = |iters: u64| {
+            let log = log.clone();
+            let next = next.clone();
+            async move {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let result = log.read(next.get(), SEQ_CHUNK, None).await.expect("read");
+                    assert_eq!(result.records.len(), SEQ_CHUNK, "a whole 1 MiB chunk");
+                    let after = next_offset_after(&result.records);
+                    next.set(if after >= end { 0 } else { after });
+                    black_box(result);
+                }
+                start.elapsed()
+            }
+        };
+        // Warm the page cache: one pass over the whole log before measuring.
+        let warm_iters = (SEQ_LOG_BYTES / SEQ_CHUNK) as u64;
+        run(warm_iters).await;
+        serve(requests, replies, run).await;
+        log.close().await.expect("closing the log");
+        drop(log);
+        dir.close().expect("removing the log directory");
+    })
+}
+
+fn random_driver() -> Driver {
+    let root = bench_root();
+    Driver::start("random", move |requests, replies| async move {
+        let dir = tempfile::tempdir_in(&root).expect("creating the log directory");
+        let config = LogConfig {
+            segment_bytes: SMALL_SEGMENT_BYTES,
+            ..LogConfig::default()
+        };
+        let log = Log::open(dir.path(), config)
+            .await
+            .expect("opening the log");
+        let batch = batch_of_exact_size(SMALL_BATCH);
+        fill(&log, &batch, SMALL_BATCHES, 1000).await;
+        let end = log.offsets().log_end_offset;
+        assert!(log.offsets().segments >= 4, "several segments");
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let targets: Vec<i64> = (0..4096).map(|_| rng.below(end as u64) as i64).collect();
+        let cursor = std::rc::Rc::new(std::cell::Cell::new(0usize));
+        let run = |iters: u64| {
+            let log = log.clone();
+            let targets = targets.clone();
+            let cursor = cursor.clone();
+            async move {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let i = cursor.get();
+                    cursor.set((i + 1) % targets.len());
+                    let result = log.read(targets[i], 1, None).await.expect("read");
+                    assert_eq!(result.records.len(), SMALL_BATCH, "one batch");
+                    black_box(result);
+                }
+                start.elapsed()
+            }
+        };
+        // Warm the page cache with every target once.
+        run(targets.len() as u64).await;
+        serve(requests, replies, run).await;
+        log.close().await.expect("closing the log");
+        drop(log);
+        dir.close().expect("removing the log directory");
+    })
+}
+
+fn bench_log_read(c: &mut Criterion) {
+    let mut group = c.benchmark_group("log_read");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2));
+
+    let driver = sequential_driver();
+    group.throughput(Throughput::Bytes(SEQ_CHUNK as u64));
+    group.bench_function("sequential_1MiB", |b| {
+        b.iter_custom(|iters| driver.measure(iters))
+    });
+    drop(driver);
+
+    let driver = random_driver();
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("random_offset_1B", |b| {
+        b.iter_custom(|iters| driver.measure(iters))
+    });
+    drop(driver);
+
+    group.finish();
+}
+
+fn bench_index_lookup(c: &mut Criterion) {
+    let mut index = OffsetIndex::new();
+    // One entry per ~4 KiB of log, ~10 records apart.
+    for i in 0..INDEX_ENTRIES {
+        assert!(index.append(i * 10 + 9, (i + 1) * 4096));
+    }
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let max = u64::from(INDEX_ENTRIES * 10 + 10);
+    let targets: Vec<u32> = (0..4096).map(|_| rng.below(max) as u32).collect();
+
+    let mut group = c.benchmark_group("offset_index");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .throughput(Throughput::Elements(1));
+    group.bench_function("lookup_250k", |b| {
+        let mut i = 0usize;
+        b.iter(|| {
+            i = (i + 1) & (targets.len() - 1);
+            black_box(index.lookup(black_box(targets[i])))
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    // Plotting takes seconds per benchmark; the numbers are what matter here.
+    config = Criterion::default().without_plots();
+    targets = bench_log_read, bench_index_lookup
+}
+criterion_main!(benches);

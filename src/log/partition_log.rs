@@ -952,7 +952,9 @@ async fn read_from_segment(
     let mut pos = start;
     let mut at_least = 0usize;
     'chunks: while pos < size {
-        let want = (max_bytes.max(1) + slack)
+        let want = max_bytes
+            .max(1)
+            .saturating_add(slack)
             .max(at_least)
             .min((size - pos) as usize);
         let chunk = Bytes::from(files.log.read_at(pos, want).await?);

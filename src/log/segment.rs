@@ -111,6 +111,8 @@ pub struct Segment {
     pub sealed: bool,
     /// The group commit has synced this sealed segment's files.
     pub seal_synced: bool,
+    /// Write-back has been started for the `.log` bytes below this position.
+    pub writeback_from: u64,
 }
 
 impl Segment {
@@ -138,6 +140,7 @@ impl Segment {
             files: None,
             sealed: false,
             seal_synced: false,
+            writeback_from: 0,
         }
     }
 
