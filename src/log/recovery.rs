@@ -209,8 +209,7 @@ async fn load_trusted(
     let indexes = OffsetIndex::decode(&index_bytes, log_len.max(1))
         .ok()
         .zip(TimeIndex::decode(&time_bytes, u32::MAX).ok());
-    let missing_index = index_len == 0 && log_len > u64::from(config.index_interval_bytes) * 2;
-    let Some((offset_index, time_index)) = indexes.filter(|_| !missing_index) else {
+    let Some((offset_index, time_index)) = indexes else {
         report.rebuilt_indexes.push(segment.base_offset);
         return scan_and_rebuild(dir, segment, files, config, report).await;
     };
@@ -221,14 +220,17 @@ async fn load_trusted(
         .unwrap_or(0);
     let mut tail = Segment::new(segment.base_offset, segment.last_modified_ms);
     let mut expected = None;
-    let mut first_last_offset = None;
+    // (last offset, max timestamp) of the batch at the last index entry (or the first batch).
+    let mut first_batch = None;
     let scan = scan_file(&files.log, start, log_len, true, |pos, header| {
         if expected.is_some_and(|e: i64| header.base_offset < e) {
             return false;
         }
         expected = Some(header.next_offset());
-        first_last_offset.get_or_insert(header.last_offset());
-        tail.record_batch(pos, header, u32::MAX);
+        first_batch.get_or_insert((header.last_offset(), header.max_timestamp));
+        // With the real interval: when the index is empty the tail is the whole segment, and
+        // this rebuilds the index it should have.
+        tail.record_batch(pos, header, config.index_interval_bytes);
         true
     })
     .await
@@ -237,13 +239,29 @@ async fn load_trusted(
     let tail_ok = scan.end == ScanEnd::Clean && scan.valid_end == log_len;
     // The last index entry names the last offset of the batch at its position.
     let index_consistent = match offset_index.last() {
-        Some(e) => first_last_offset == Some(segment.base_offset + i64::from(e.relative_offset)),
-        None => true,
+        Some(e) => {
+            first_batch.map(|(last, _)| last)
+                == Some(segment.base_offset + i64::from(e.relative_offset))
+        }
+        // An empty index is right only when a rebuild would add no entry either (a segment
+        // of a few large batches has none), not when the file is missing or was cut to zero.
+        None => tail.offset_index.is_empty(),
     };
-    let time_consistent = time_index
-        .last()
-        .map(|e| i64::from(e.relative_offset) + segment.base_offset < tail.next_offset.max(1))
-        .unwrap_or(true);
+    // Each offset index entry comes with a time index entry holding the segment's largest
+    // timestamp so far (Segment::record_batch), so the time index covers the batch at the
+    // last offset index entry. A missing or cut time index does not, and would leave the
+    // segment's largest timestamp (timestamp lookups, retention) to the tail alone.
+    let time_covers_index = match (offset_index.last(), first_batch) {
+        (Some(_), Some((_, batch_max))) => {
+            time_index.last().map_or(-1, |e| e.timestamp) >= batch_max
+        }
+        _ => true,
+    };
+    let time_consistent = time_covers_index
+        && time_index
+            .last()
+            .map(|e| i64::from(e.relative_offset) + segment.base_offset < tail.next_offset.max(1))
+            .unwrap_or(true);
     if !(tail_ok && index_consistent && time_consistent) {
         report.rebuilt_indexes.push(segment.base_offset);
         return scan_and_rebuild(dir, segment, files, config, report).await;

@@ -6,7 +6,9 @@
 
 use std::io;
 
-use crate::protocol::record_batch::{self, BatchError, BatchHeader, BATCH_HEADER_LEN};
+use crate::protocol::record_batch::{
+    self, BatchError, BatchHeader, BATCH_HEADER_LEN, LOG_OVERHEAD,
+};
 use crate::runtime::File;
 
 /// What the scan found at a position.
@@ -54,8 +56,10 @@ impl<'a> BatchScanner<'a> {
             return Scanned::End;
         }
         if rest.len() < BATCH_HEADER_LEN {
-            // Zeros can't start a batch (length 0): call that out as invalid rather than torn.
-            if rest.iter().all(|b| *b == 0) {
+            // Zeros through the length field (a batch length of 0) can't start a batch: call
+            // that out as invalid rather than torn. Fewer zeros may well be the high bytes of
+            // a batch's base offset, cut by the end of a buffer that is not the file's end.
+            if rest.len() >= LOG_OVERHEAD && rest.iter().all(|b| *b == 0) {
                 return Scanned::Invalid {
                     position,
                     error: BatchError::TooShort { len: rest.len() },
