@@ -785,6 +785,21 @@ impl Log {
         checkpoint::write_clean_shutdown(&dir)
             .await
             .map_err(io("writing the clean-shutdown marker"))?;
+        // Close the files now rather than when the last handle drops: glommio closes dropped
+        // files lazily, and an executor that stops right after would leak the descriptors.
+        let files: Vec<Rc<SegmentFiles>> = {
+            let mut st = self.inner.state.borrow_mut();
+            st.segments
+                .iter_mut()
+                .filter_map(|s| s.files.take())
+                .collect()
+        };
+        for f in files {
+            // A reader still holding the files closes them when it drops its handle.
+            if let Ok(f) = Rc::try_unwrap(f) {
+                f.close().await.map_err(io("closing segment files"))?;
+            }
+        }
         self.release_exclusive();
         Ok(())
     }

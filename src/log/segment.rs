@@ -61,6 +61,12 @@ pub struct SegmentFiles {
 }
 
 impl SegmentFiles {
+    pub async fn close(self) -> std::io::Result<()> {
+        self.log.close().await?;
+        self.index.close().await?;
+        self.time_index.close().await
+    }
+
     pub async fn open(paths: &SegmentPaths) -> std::io::Result<SegmentFiles> {
         Ok(SegmentFiles {
             log: File::open_or_create(&paths.log).await?,
