@@ -41,19 +41,10 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     } else {
         request.max_bytes as usize
     };
+    // After the deadline, one last look (data may have come just then), then answer.
+    let mut last_look = false;
     loop {
-        let mut ops = Vec::new();
-        for (topic, name) in request.topics.iter().zip(&names) {
-            for p in &topic.partitions {
-                ops.push(PartitionOp::Fetch {
-                    topic: name.clone(),
-                    partition: p.partition,
-                    offset: p.fetch_offset,
-                    max_bytes: p.partition_max_bytes.max(0) as usize,
-                });
-            }
-        }
-        let results = shard.run_partition_ops(ops).await;
+        let results = shard.run_partition_ops(fetch_ops(&request, &names)).await;
         let total: usize = results
             .iter()
             .map(|r| match r {
@@ -65,7 +56,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             .iter()
             .any(|r| matches!(r, PartitionResult::Fetch(Err(_))));
         let now = Instant::now();
-        if total >= min_bytes.max(1) || any_error || now >= deadline || results.is_empty() {
+        let satisfied = total >= min_bytes.max(1) || any_error || results.is_empty();
+        if satisfied || last_look || now >= deadline {
             return build_response(req, &request, &names, results, max_bytes);
         }
         let waits = request
@@ -79,23 +71,24 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             })
             .collect();
         let arrived = shard.wait_for_data(waits, deadline - now).await;
-        if !arrived && Instant::now() >= deadline {
-            // One last look (data may have come just at the deadline), then answer.
-            let mut ops = Vec::new();
-            for (topic, name) in request.topics.iter().zip(&names) {
-                for p in &topic.partitions {
-                    ops.push(PartitionOp::Fetch {
-                        topic: name.clone(),
-                        partition: p.partition,
-                        offset: p.fetch_offset,
-                        max_bytes: p.partition_max_bytes.max(0) as usize,
-                    });
-                }
-            }
-            let results = shard.run_partition_ops(ops).await;
-            return build_response(req, &request, &names, results, max_bytes);
+        last_look = !arrived && Instant::now() >= deadline;
+    }
+}
+
+/// One fetch operation per requested partition, in request order.
+fn fetch_ops(request: &FetchRequest, names: &[String]) -> Vec<PartitionOp> {
+    let mut ops = Vec::new();
+    for (topic, name) in request.topics.iter().zip(names) {
+        for p in &topic.partitions {
+            ops.push(PartitionOp::Fetch {
+                topic: name.clone(),
+                partition: p.partition,
+                offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes.max(0) as usize,
+            });
         }
     }
+    ops
 }
 
 fn build_response(
