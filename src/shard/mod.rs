@@ -52,7 +52,8 @@ pub struct Shard {
     metadata: RefCell<Arc<ClusterMetadata>>,
     partitions: RefCell<HashMap<PartitionKey, Rc<Partition>>>,
     ctx: ShardContext<MeshMessage>,
-    pending: RefCell<HashMap<u64, local_oneshot::Sender<ShardReply>>>,
+    /// Requests sent to other shards and not yet answered: id → (peer, waiter).
+    pending: RefCell<HashMap<u64, (usize, local_oneshot::Sender<ShardReply>)>>,
     next_request_id: Cell<u64>,
     /// Shard 0 applies admin changes one at a time.
     admin_busy: Cell<bool>,
@@ -190,10 +191,11 @@ impl Shard {
         for inbox in inboxes {
             let shard = Rc::clone(self);
             runtime::spawn_detached(async move {
+                let peer = inbox.from();
                 while let Some(msg) = inbox.recv().await {
                     match msg {
                         MeshMessage::Reply { id, reply } => {
-                            if let Some(tx) = shard.pending.borrow_mut().remove(&id) {
+                            if let Some((_, tx)) = shard.pending.borrow_mut().remove(&id) {
                                 tx.send(reply);
                             }
                         }
@@ -216,6 +218,9 @@ impl Shard {
                         }
                     }
                 }
+                // The peer stopped (shutdown): its answers will never come. Dropping the
+                // waiters makes those requests fail instead of hanging a connection's drain.
+                shard.pending.borrow_mut().retain(|_, (to, _)| *to != peer);
             });
         }
     }
@@ -225,7 +230,7 @@ impl Shard {
         let id = self.next_request_id.get();
         self.next_request_id.set(id + 1);
         let (tx, rx) = local_oneshot::channel();
-        self.pending.borrow_mut().insert(id, tx);
+        self.pending.borrow_mut().insert(id, (to, tx));
         let msg = MeshMessage::Request {
             id,
             from: self.id,
@@ -423,14 +428,22 @@ impl Shard {
             });
         }
         drop(tx);
-        for _ in 0..waiting {
-            match rx.recv().await {
-                Some(true) => return true,
-                Some(false) => {}
-                None => return false,
+        let first_data = async {
+            for _ in 0..waiting {
+                match rx.recv().await {
+                    Some(true) => return true,
+                    Some(false) => {}
+                    None => return false,
+                }
             }
-        }
-        false
+            false
+        };
+        // Bounded even if a shard never answers (it may be stopping).
+        let deadline = async {
+            runtime::sleep(timeout + Duration::from_millis(50)).await;
+            false
+        };
+        futures_lite::future::or(first_data, deadline).await
     }
 
     async fn wait_local(&self, partitions: &[(String, i32, i64)], timeout_ms: u64) -> bool {
