@@ -13,20 +13,17 @@
 //! criterion's `iter_custom` asks it for `iters` reads and gets back the time it measured.
 //! Data goes to `target/bench-data` (or `RINGBROKER_BENCH_DIR`) and is removed at the end.
 
-use std::future::Future;
 use std::hint::black_box;
-use std::path::PathBuf;
-use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use ringbroker::log::offset_index::OffsetIndex;
 use ringbroker::log::{AppendOptions, Log, LogConfig};
-use ringbroker::protocol::batch_builder::BatchBuilder;
-use ringbroker::protocol::record_batch::{BatchHeader, BATCH_HEADER_LEN};
+use ringbroker::protocol::record_batch::BatchHeader;
 use ringbroker::runtime;
+
+mod support;
+use support::{batch_of_exact_size, bench_root, serve, Driver};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -42,33 +39,6 @@ const SMALL_BATCHES: usize = 400_000;
 const SMALL_SEGMENT_BYTES: u64 = 8 * MIB as u64;
 
 const INDEX_ENTRIES: u32 = 250_000;
-
-fn bench_root() -> PathBuf {
-    let root = std::env::var_os("RINGBROKER_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"));
-    std::fs::create_dir_all(&root).expect("creating the benchmark data directory");
-    root
-}
-
-/// A valid RecordBatch v2 of exactly `size` bytes: one record whose value fills the batch.
-fn batch_of_exact_size(size: usize) -> Bytes {
-    let ts = 1_700_000_000_000i64;
-    let room = size
-        .checked_sub(BATCH_HEADER_LEN)
-        .expect("batch size below the header size");
-    for key in [None, Some(&b""[..]), Some(&b"k"[..])] {
-        for len in (room.saturating_sub(24)..=room).rev() {
-            let value: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
-            let mut builder = BatchBuilder::new(ts);
-            builder.push(key, Some(&value), ts, &[]);
-            if builder.encoded_len() == size {
-                return builder.build();
-            }
-        }
-    }
-    panic!("no single-record batch of exactly {size} bytes");
-}
 
 /// `count` copies of `batch` back to back: one produce request of several batches.
 fn repeated(batch: &[u8], count: usize) -> Vec<u8> {
@@ -92,71 +62,6 @@ impl Rng {
 
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
-    }
-}
-
-/// One benchmark's executor thread (see `benches/log_append.rs`).
-struct Driver {
-    requests: Option<mpsc::Sender<u64>>,
-    replies: mpsc::Receiver<Duration>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Driver {
-    fn start<F, Fut>(name: &str, body: F) -> Driver
-    where
-        F: FnOnce(mpsc::Receiver<u64>, mpsc::Sender<Duration>) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + 'static,
-    {
-        let (req_tx, req_rx) = mpsc::channel();
-        let (rep_tx, rep_rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name(format!("bench-{name}"))
-            .spawn(move || {
-                runtime::block_on(body(req_rx, rep_tx)).expect("starting a glommio executor");
-            })
-            .expect("spawning the executor thread");
-        Driver {
-            requests: Some(req_tx),
-            replies: rep_rx,
-            thread: Some(thread),
-        }
-    }
-
-    fn measure(&self, iters: u64) -> Duration {
-        self.requests
-            .as_ref()
-            .expect("driver running")
-            .send(iters)
-            .expect("the executor thread stopped (see its panic above)");
-        self.replies
-            .recv()
-            .expect("the executor thread stopped (see its panic above)")
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        self.requests.take();
-        if let Some(thread) = self.thread.take() {
-            if thread.join().is_err() && !std::thread::panicking() {
-                panic!("the executor thread panicked");
-            }
-        }
-    }
-}
-
-/// Inside the executor: runs `run(iters)` (which measures itself) for each request and replies.
-/// Waiting for a request blocks the executor thread, which has nothing else to do.
-async fn serve<R, RF>(requests: mpsc::Receiver<u64>, replies: mpsc::Sender<Duration>, mut run: R)
-where
-    R: FnMut(u64) -> RF,
-    RF: Future<Output = Duration>,
-{
-    while let Ok(iters) = requests.recv() {
-        if replies.send(run(iters).await).is_err() {
-            return;
-        }
     }
 }
 
@@ -225,7 +130,7 @@ fn sequential_driver() -> Driver {
         // Warm the page cache: one pass over the whole log before measuring.
         let warm_iters = (SEQ_LOG_BYTES / SEQ_CHUNK) as u64;
         run(warm_iters).await;
-        serve(requests, replies, run).await;
+        serve(requests, replies, run, || async {}).await;
         log.close().await.expect("closing the log");
         drop(log);
         dir.close().expect("removing the log directory");
@@ -268,7 +173,7 @@ fn random_driver() -> Driver {
         };
         // Warm the page cache with every target once.
         run(targets.len() as u64).await;
-        serve(requests, replies, run).await;
+        serve(requests, replies, run, || async {}).await;
         log.close().await.expect("closing the log");
         drop(log);
         dir.close().expect("removing the log directory");
