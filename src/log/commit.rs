@@ -15,6 +15,7 @@ use std::rc::Rc;
 
 use super::error::LogError;
 use super::partition_log::{AppendWaiter, LogInner, LogState, PendingWrite};
+use super::policy;
 use super::recovery::remove_segment_files;
 use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
 use crate::runtime;
@@ -119,7 +120,8 @@ pub(super) async fn run(inner: Rc<LogInner>) {
 /// the shard timer's job (`Log::flush_if_due`), as Kafka's periodic flusher does.
 fn take_flight(st: &mut LogState) -> Option<Flight> {
     let durable_waiter = st.waiters.iter().any(|w| w.durable);
-    let policy_flush = st.unflushed_records > 0 && st.unflushed_records >= st.config.flush_messages;
+    // The count rule only: no oldest-write time is passed, so flush.ms never fires here.
+    let policy_flush = policy::flush_due(&st.config, st.unflushed_records, None, 0);
     let unsynced_seal = st.segments.iter().any(|s| s.sealed && !s.seal_synced);
     if st.pending.is_empty() && st.waiters.is_empty() && !unsynced_seal {
         return None;
