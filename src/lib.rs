@@ -5,6 +5,7 @@
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
 pub mod alloc_guard;
 pub mod config;
+pub mod group;
 pub mod log;
 pub mod protocol;
 pub mod runtime;
