@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
+use crate::group::api::GroupConfig;
 use crate::log::LogConfig;
 use crate::protocol::record_batch::TimestampType;
 
@@ -58,6 +59,8 @@ pub struct BrokerConfig {
     pub fsync_on_acks_all: bool,
     /// Topic defaults from the `log.*` broker properties.
     pub log_defaults: LogConfig,
+    /// Consumer-group coordinator settings (`offsets.*`, `group.*`).
+    pub group: GroupConfig,
 }
 
 impl Default for BrokerConfig {
@@ -80,6 +83,7 @@ impl Default for BrokerConfig {
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
             log_defaults: LogConfig::default(),
+            group: GroupConfig::default(),
         }
     }
 }
@@ -193,6 +197,23 @@ impl BrokerConfig {
                 self.log_defaults.message_timestamp_type =
                     parse_timestamp_type(value).map_err(bad)?
             }
+            "offsets.topic.num.partitions" => {
+                self.group.offsets_partitions = positive(value)?.min(i64::from(i32::MAX)) as i32
+            }
+            "group.min.session.timeout.ms" => {
+                self.group.min_session_timeout_ms = non_negative_i32(int(value)?).map_err(bad)?
+            }
+            "group.max.session.timeout.ms" => {
+                self.group.max_session_timeout_ms = non_negative_i32(int(value)?).map_err(bad)?
+            }
+            "group.initial.rebalance.delay.ms" => {
+                self.group.initial_rebalance_delay_ms =
+                    non_negative_i32(int(value)?).map_err(bad)?
+            }
+            "group.max.size" => self.group.max_size = positive(value)? as usize,
+            "offsets.retention.minutes" => {
+                self.group.offsets_retention_ms = positive(value)?.saturating_mul(60_000)
+            }
             _ => return Err(ConfigError::UnknownProperty(name.to_string())),
         }
         Ok(())
@@ -287,6 +308,13 @@ pub fn topic_property_value(c: &LogConfig, name: &str) -> Option<String> {
         "cleanup.policy" => "delete".to_string(),
         _ => return None,
     })
+}
+
+fn non_negative_i32(n: i64) -> Result<i32, String> {
+    i32::try_from(n)
+        .ok()
+        .filter(|v| *v >= 0)
+        .ok_or_else(|| format!("must be between 0 and {}, got {n}", i32::MAX))
 }
 
 fn parse_timestamp_type(v: &str) -> Result<TimestampType, String> {

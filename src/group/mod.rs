@@ -2,3 +2,5 @@
 //! and the `__consumer_offsets` record formats.
 
 pub mod api;
+pub mod coordinator;
+pub use coordinator::GroupCoordinator;

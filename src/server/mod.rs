@@ -168,6 +168,7 @@ async fn shard_main(
     let listen = config.listen;
     let (shard, inboxes) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
     shard.serve_mesh(inboxes);
+    shard.ensure_offsets_topic().await;
     let listener =
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     ready.shard_bound();
@@ -211,6 +212,11 @@ async fn shard_main(
             }
         })
     };
+
+    {
+        let shutdown = Rc::clone(&shutdown);
+        shard.spawn_group_ticker(move || shutdown.is_triggered());
+    }
 
     let housekeeping = {
         let shard = Rc::clone(&shard);

@@ -34,6 +34,8 @@ pub enum ShardRequest {
         partitions: Vec<(String, i32, i64)>,
         timeout_ms: u64,
     },
+    /// A consumer-group call for the coordinator on this shard.
+    Group(crate::group::api::Call),
 }
 
 pub enum ShardReply {
@@ -41,6 +43,8 @@ pub enum ShardReply {
     Applied,
     Admin(Result<Arc<ClusterMetadata>, AdminError>),
     DataAvailable(bool),
+    /// The coordinator's reply, or a whole-request error code.
+    Group(Result<crate::group::api::Reply, i16>),
 }
 
 /// One partition operation, executed by the partition's owning shard.

@@ -6,6 +6,8 @@
 //! the replies are merged: one round trip per shard involved. Shard 0 is the only writer of
 //! the metadata; it persists each change and then hands the new version to every shard.
 
+pub mod group_service;
+pub mod groups;
 pub mod messages;
 pub mod metadata;
 pub mod metadata_store;
@@ -58,6 +60,8 @@ pub struct Shard {
     /// Shard 0 applies admin changes one at a time.
     admin_busy: Cell<bool>,
     admin_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    /// The coordinator of the groups whose `__consumer_offsets` partitions this shard owns.
+    groups: group_service::GroupService,
 }
 
 impl Shard {
@@ -87,6 +91,7 @@ impl Shard {
                 runtime::sleep(Duration::from_millis(10)).await;
             }
         };
+        let config_group = config.group.clone();
         let shard = Rc::new(Shard {
             id,
             count,
@@ -98,9 +103,11 @@ impl Shard {
             next_request_id: Cell::new(0),
             admin_busy: Cell::new(false),
             admin_waiters: RefCell::new(Vec::new()),
+            groups: group_service::GroupService::new(config_group),
         });
         let meta = shard.metadata();
         shard.open_owned_logs(&meta).await?;
+        shard.load_group_partitions().await;
         Ok((shard, inboxes))
     }
 
@@ -266,6 +273,7 @@ impl Shard {
                 partitions,
                 timeout_ms,
             } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms).await),
+            ShardRequest::Group(call) => ShardReply::Group(self.run_group_call(call).await),
         }
     }
 
@@ -526,6 +534,15 @@ impl Shard {
                     .map_err(metadata_error)?;
                 (next, validate_only)
             }
+            AdminOp::DeleteTopic { name } | AdminOp::CreatePartitions { name, .. }
+                if name == crate::group::api::OFFSETS_TOPIC =>
+            {
+                // Its partition count maps groups to coordinators; changing it loses groups.
+                return Err(AdminError {
+                    code: ResponseError::InvalidTopicException.code(),
+                    message: format!("{name} is internal and cannot be deleted or repartitioned"),
+                });
+            }
             AdminOp::DeleteTopic { name } => {
                 (current.without_topic(&name).map_err(metadata_error)?, false)
             }
@@ -591,7 +608,7 @@ impl Shard {
         }
     }
 
-    async fn adopt_metadata(&self, meta: Arc<ClusterMetadata>) {
+    async fn adopt_metadata(self: &Rc<Self>, meta: Arc<ClusterMetadata>) {
         if meta.version < self.metadata.borrow().version {
             return;
         }
@@ -599,10 +616,14 @@ impl Shard {
         if let Err(e) = self.open_owned_logs(&meta).await {
             tracing::error!(shard = self.id, error = %e, "could not apply new metadata");
         }
+        self.load_group_partitions().await;
     }
 
     /// Periodic work: flush.ms, retention and checkpoints of every owned log.
-    pub async fn housekeeping(&self, now_ms: i64, retention_due: bool) {
+    pub async fn housekeeping(self: &Rc<Self>, now_ms: i64, retention_due: bool) {
+        if retention_due {
+            self.compact_group_partitions().await;
+        }
         for p in self.owned_partitions() {
             if let Err(e) = p.log.flush_if_due(now_ms).await {
                 tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "scheduled flush failed");

@@ -12,6 +12,7 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{str_bytes, topic_name, HandlerError, Request};
+use crate::group::api::OFFSETS_TOPIC;
 use crate::shard::messages::AdminOp;
 use crate::shard::metadata::{validate_topic_name, TopicMetadata};
 
@@ -73,6 +74,9 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         topic.name = Some(topic_name(&t.name));
         if version >= 10 {
             topic.topic_id = t.id;
+        }
+        if version >= 1 {
+            topic.is_internal = t.name == OFFSETS_TOPIC;
         }
         topic.partitions = (0..t.partitions.len())
             .map(|i| {

@@ -12,6 +12,7 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
+use crate::group::api::OFFSETS_TOPIC;
 use crate::protocol::legacy::convert_message_set;
 use crate::protocol::legacy_produce::{
     decode_produce_v0_2, encode_produce_response_v0_2, LegacyPartitionResponse,
@@ -136,6 +137,13 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
                 topic_early.push(Some((
                     ResponseError::InvalidRequiredAcks.code(),
                     format!("acks must be -1, 0 or 1, got {acks}"),
+                )));
+                continue;
+            }
+            if name == OFFSETS_TOPIC {
+                topic_early.push(Some((
+                    ResponseError::InvalidTopicException.code(),
+                    format!("{OFFSETS_TOPIC} is internal: only the group coordinator writes it"),
                 )));
                 continue;
             }

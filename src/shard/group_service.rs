@@ -1,0 +1,385 @@
+//! The I/O around this shard's group coordinator: feeding it calls, timer ticks and append
+//! outcomes; appending its records to `__consumer_offsets`; loading its partitions at startup;
+//! and compacting them (the coordinator's live state rewritten, older records dropped).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::group::api::OFFSETS_TOPIC;
+use crate::group::api::{Call, GroupConfig, OffsetsRecord, Output, Reply, Token};
+use crate::group::GroupCoordinator;
+use crate::log::{AppendOptions, LogError};
+use crate::protocol::batch_builder::{decode_records_decompressed, BatchBuilder};
+use crate::protocol::record_batch::BatchHeader;
+use crate::protocol::ResponseError;
+use crate::runtime;
+use crate::util::local_oneshot;
+
+use super::Shard;
+
+/// How often the coordinator's timers are driven.
+pub const GROUP_TICK: Duration = Duration::from_millis(100);
+
+/// Records per batch when rewriting a partition's live state (keeps batches far below
+/// `message.max.bytes`: a record is at most a few KiB of offset metadata).
+const COMPACTION_BATCH_RECORDS: usize = 200;
+
+/// Largest decompressed batch accepted while loading.
+const MAX_LOAD_BATCH_BYTES: usize = 64 << 20;
+
+/// `segment.bytes` of `__consumer_offsets` (Kafka's `offsets.topic.segment.bytes` is 100 MiB;
+/// smaller here because compaction frees whole segments).
+const OFFSETS_SEGMENT_BYTES: u64 = 16 << 20;
+
+/// A partition of `__consumer_offsets` is compacted once it holds this many bytes.
+const COMPACT_AFTER_BYTES: u64 = 64 << 20;
+
+pub struct GroupService {
+    coordinator: RefCell<GroupCoordinator>,
+    waiting: RefCell<HashMap<Token, local_oneshot::Sender<Reply>>>,
+    next_token: Cell<Token>,
+    /// `__consumer_offsets` partitions already loaded into the coordinator.
+    loaded: RefCell<HashSet<i32>>,
+    /// Appends issued and not finished, per partition (compaction waits for none).
+    appends_in_flight: RefCell<HashMap<i32, usize>>,
+    /// Partitions being compacted: new appends wait, so the rewritten (older) state never
+    /// lands after a newer record.
+    compacting: RefCell<HashSet<i32>>,
+}
+
+impl GroupService {
+    pub fn new(config: GroupConfig) -> GroupService {
+        GroupService {
+            coordinator: RefCell::new(GroupCoordinator::new(config)),
+            waiting: RefCell::new(HashMap::new()),
+            next_token: Cell::new(0),
+            loaded: RefCell::new(HashSet::new()),
+            appends_in_flight: RefCell::new(HashMap::new()),
+            compacting: RefCell::new(HashSet::new()),
+        }
+    }
+}
+
+impl Shard {
+    /// Runs a call on this shard's coordinator and waits for its reply (which may come after
+    /// a rebalance completes or an append finishes).
+    pub(super) async fn run_group_call(self: &Rc<Self>, call: Call) -> Result<Reply, i16> {
+        let token = self.groups.next_token.get();
+        self.groups.next_token.set(token + 1);
+        let (tx, rx) = local_oneshot::channel();
+        self.groups.waiting.borrow_mut().insert(token, tx);
+        let out = self
+            .groups
+            .coordinator
+            .borrow_mut()
+            .handle(token, call, runtime::now_ms());
+        self.apply_group_output(out);
+        rx.await
+            .ok_or(ResponseError::CoordinatorNotAvailable.code())
+    }
+
+    /// Sends the replies that are ready and starts the appends the coordinator asked for.
+    fn apply_group_output(self: &Rc<Self>, out: Output) {
+        for (token, reply) in out.replies {
+            if let Some(tx) = self.groups.waiting.borrow_mut().remove(&token) {
+                tx.send(reply);
+            }
+        }
+        for append in out.appends {
+            *self
+                .groups
+                .appends_in_flight
+                .borrow_mut()
+                .entry(append.partition)
+                .or_default() += 1;
+            let shard = Rc::clone(self);
+            runtime::spawn_detached(async move {
+                let id = append.id;
+                let partition = append.partition;
+                while shard.groups.compacting.borrow().contains(&partition) {
+                    runtime::sleep(Duration::from_millis(2)).await;
+                }
+                let ok = match shard.append_group_records(partition, &append.records).await {
+                    Ok(_) => true,
+                    Err(e) => {
+                        tracing::error!(partition, error = %e, "could not append to {OFFSETS_TOPIC}");
+                        false
+                    }
+                };
+                shard.finish_group_append(partition);
+                let out =
+                    shard
+                        .groups
+                        .coordinator
+                        .borrow_mut()
+                        .append_done(id, ok, runtime::now_ms());
+                shard.apply_group_output(out);
+            });
+        }
+    }
+
+    fn finish_group_append(&self, partition: i32) {
+        if let Some(n) = self
+            .groups
+            .appends_in_flight
+            .borrow_mut()
+            .get_mut(&partition)
+        {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// Appends records as one batch (uncompressed, so tools can read them); returns the batch's
+    /// base offset.
+    async fn append_group_records(
+        &self,
+        partition: i32,
+        records: &[OffsetsRecord],
+    ) -> Result<i64, GroupAppendError> {
+        let p = self
+            .partition(OFFSETS_TOPIC, partition)
+            .ok_or(GroupAppendError::NotOwned(partition))?;
+        let now = runtime::now_ms();
+        let batch = build_batch(records, now)?;
+        let options = AppendOptions {
+            durable: self.config.fsync_on_acks_all,
+            now_ms: now,
+        };
+        let info = p.log.append(&batch, options).await?;
+        p.notify_append();
+        Ok(info.base_offset)
+    }
+
+    /// Shard 0 at startup: creates `__consumer_offsets` if it does not exist yet (Kafka creates
+    /// it on the first FindCoordinator; creating it up front means the first consumer does
+    /// not wait for it).
+    pub async fn ensure_offsets_topic(self: &Rc<Self>) {
+        if self.id != 0 || self.metadata().topic(OFFSETS_TOPIC).is_some() {
+            return;
+        }
+        let mut configs = std::collections::BTreeMap::new();
+        // Small segments: compaction (a rewrite of the live state) frees space by dropping
+        // whole segments.
+        configs.insert(
+            "segment.bytes".to_string(),
+            OFFSETS_SEGMENT_BYTES.to_string(),
+        );
+        let partitions = self.config.group.offsets_partitions;
+        let created = self
+            .admin(super::messages::AdminOp::CreateTopic {
+                name: OFFSETS_TOPIC.to_string(),
+                partitions,
+                configs,
+                validate_only: false,
+            })
+            .await;
+        match created {
+            Ok(_) => tracing::info!(partitions, "created {OFFSETS_TOPIC}"),
+            Err(e) => {
+                tracing::error!(code = e.code, error = %e.message, "could not create {OFFSETS_TOPIC}; consumer groups are unavailable")
+            }
+        }
+    }
+
+    /// Drives the coordinator's timers until the shard stops.
+    pub fn spawn_group_ticker(self: &Rc<Self>, stopping: impl Fn() -> bool + 'static) {
+        let shard = Rc::clone(self);
+        runtime::spawn_detached(async move {
+            while !stopping() {
+                runtime::sleep(GROUP_TICK).await;
+                let out = shard
+                    .groups
+                    .coordinator
+                    .borrow_mut()
+                    .tick(runtime::now_ms());
+                shard.apply_group_output(out);
+            }
+        });
+    }
+
+    /// Loads every owned `__consumer_offsets` partition not loaded yet: replays its records
+    /// into the coordinator. Groups of a partition answer COORDINATOR_LOAD_IN_PROGRESS until
+    /// its load finished.
+    pub(super) async fn load_group_partitions(self: &Rc<Self>) {
+        let mut owned: Vec<i32> = self
+            .owned_partitions()
+            .iter()
+            .filter(|p| p.topic == OFFSETS_TOPIC)
+            .map(|p| p.index)
+            .filter(|i| !self.groups.loaded.borrow().contains(i))
+            .collect();
+        owned.sort_unstable();
+        for index in owned {
+            if !self.groups.loaded.borrow_mut().insert(index) {
+                continue;
+            }
+            self.groups.coordinator.borrow_mut().begin_load(index);
+            let started = std::time::Instant::now();
+            let replayed = match self.replay_group_partition(index).await {
+                Ok(n) => n,
+                Err(e) => {
+                    // The data that could be read is loaded; serving the rest beats refusing
+                    // every group of the partition forever.
+                    tracing::error!(partition = index, error = %e, "loading {OFFSETS_TOPIC} stopped early");
+                    0
+                }
+            };
+            self.groups
+                .coordinator
+                .borrow_mut()
+                .finish_load(index, runtime::now_ms());
+            if replayed > 0 {
+                tracing::info!(
+                    partition = index,
+                    records = replayed,
+                    ms = started.elapsed().as_millis() as u64,
+                    "loaded {OFFSETS_TOPIC} partition"
+                );
+            }
+        }
+    }
+
+    async fn replay_group_partition(&self, index: i32) -> Result<u64, GroupAppendError> {
+        let p = self
+            .partition(OFFSETS_TOPIC, index)
+            .ok_or(GroupAppendError::NotOwned(index))?;
+        let mut offset = p.log.offsets().log_start_offset;
+        let mut replayed = 0u64;
+        loop {
+            let read = p.log.read(offset, 1 << 20, None).await?;
+            if read.records.is_empty() || offset >= read.log_end_offset {
+                break;
+            }
+            let mut rest: &[u8] = &read.records;
+            let mut progressed = false;
+            while let Ok(header) = BatchHeader::parse(rest) {
+                let len = header.total_len();
+                if len > rest.len() {
+                    break;
+                }
+                let batch = &rest[..len];
+                match decode_records_decompressed(batch, MAX_LOAD_BATCH_BYTES) {
+                    Ok(records) => {
+                        let mut coordinator = self.groups.coordinator.borrow_mut();
+                        for r in records {
+                            let Some(key) = r.key.as_deref() else {
+                                continue;
+                            };
+                            match coordinator.replay(index, key, r.value.as_deref()) {
+                                Ok(()) => replayed += 1,
+                                Err(e) => tracing::warn!(
+                                    partition = index,
+                                    offset = r.offset,
+                                    error = %e,
+                                    "skipping an unreadable {OFFSETS_TOPIC} record"
+                                ),
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(
+                        partition = index,
+                        offset = header.base_offset,
+                        error = %e,
+                        "skipping an unreadable {OFFSETS_TOPIC} batch"
+                    ),
+                }
+                offset = header.next_offset();
+                progressed = true;
+                rest = &rest[len..];
+            }
+            if !progressed {
+                break;
+            }
+        }
+        Ok(replayed)
+    }
+
+    /// Rewrites the live state of big `__consumer_offsets` partitions at their end and drops
+    /// everything before it (we have no log compaction; this keeps the partitions small and
+    /// loading fast). Skips a partition while appends to it are in flight: their records are
+    /// not in the coordinator's state yet and must not be dropped.
+    pub(super) async fn compact_group_partitions(self: &Rc<Self>) {
+        let candidates: Vec<i32> = self
+            .owned_partitions()
+            .iter()
+            .filter(|p| {
+                p.topic == OFFSETS_TOPIC && p.log.offsets().size_bytes >= COMPACT_AFTER_BYTES
+            })
+            .map(|p| p.index)
+            .collect();
+        for index in candidates {
+            let busy = self
+                .groups
+                .appends_in_flight
+                .borrow()
+                .get(&index)
+                .copied()
+                .unwrap_or(0)
+                > 0;
+            if busy || !self.groups.loaded.borrow().contains(&index) {
+                continue;
+            }
+            let records = self.groups.coordinator.borrow().snapshot_records(index);
+            self.groups.compacting.borrow_mut().insert(index);
+            let result = self.rewrite_group_partition(index, records).await;
+            self.groups.compacting.borrow_mut().remove(&index);
+            if let Err(e) = result {
+                tracing::warn!(partition = index, error = %e, "compacting {OFFSETS_TOPIC} failed");
+            }
+        }
+    }
+
+    async fn rewrite_group_partition(
+        &self,
+        index: i32,
+        records: Vec<OffsetsRecord>,
+    ) -> Result<(), GroupAppendError> {
+        let p = self
+            .partition(OFFSETS_TOPIC, index)
+            .ok_or(GroupAppendError::NotOwned(index))?;
+        let keep_from = p.log.offsets().written_end_offset;
+        // One append of all batches: the rewrite lands whole or not at all.
+        let now = runtime::now_ms();
+        let mut batches = Vec::new();
+        for chunk in records.chunks(COMPACTION_BATCH_RECORDS) {
+            batches.extend_from_slice(&build_batch(chunk, now)?);
+        }
+        if !batches.is_empty() {
+            let options = AppendOptions {
+                durable: true,
+                now_ms: now,
+            };
+            p.log.append(&batches, options).await?;
+        }
+        let start = p.log.delete_records_before(keep_from).await?;
+        tracing::info!(
+            partition = index,
+            log_start = start,
+            records = records.len(),
+            "compacted {OFFSETS_TOPIC} partition"
+        );
+        Ok(())
+    }
+}
+
+fn build_batch(records: &[OffsetsRecord], now_ms: i64) -> Result<bytes::Bytes, GroupAppendError> {
+    let mut batch = BatchBuilder::new(now_ms);
+    for r in records {
+        batch
+            .try_push(Some(&r.key), r.value.as_deref(), now_ms, &[])
+            .map_err(|e| GroupAppendError::TooLarge(e.to_string()))?;
+    }
+    Ok(batch.build())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GroupAppendError {
+    #[error("this shard does not own {OFFSETS_TOPIC}-{0}")]
+    NotOwned(i32),
+    #[error("record does not fit in a batch: {0}")]
+    TooLarge(String),
+    #[error(transparent)]
+    Log(#[from] LogError),
+}

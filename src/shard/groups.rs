@@ -1,0 +1,177 @@
+//! Routing of consumer-group work to the shard that coordinates each group: the owner of the
+//! group's `__consumer_offsets` partition. Handlers call these from any shard.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::group::api::{
+    offsets_partition_for, Call, GroupDescription, ListGroupsReply, Reply, OFFSETS_TOPIC,
+};
+use crate::protocol::ResponseError;
+use crate::runtime;
+
+use super::messages::{ShardReply, ShardRequest};
+use super::Shard;
+
+/// Why a group call got no answer from its coordinator: a Kafka error code for the whole
+/// request (COORDINATOR_NOT_AVAILABLE while the offsets topic is missing or a shard is gone).
+pub type GroupCallError = i16;
+
+impl Shard {
+    /// The shard coordinating `group_id`, or None while `__consumer_offsets` does not exist.
+    pub fn group_coordinator_shard(&self, group_id: &str) -> Option<usize> {
+        let meta = self.metadata();
+        let partition = offsets_partition_for(group_id, self.config.group.offsets_partitions);
+        meta.shard_of(OFFSETS_TOPIC, partition)
+    }
+
+    /// Runs one call for `group_id` on its coordinator and returns the reply.
+    pub async fn group_call(
+        self: &Rc<Self>,
+        group_id: &str,
+        call: Call,
+    ) -> Result<Reply, GroupCallError> {
+        let Some(owner) = self.group_coordinator_shard(group_id) else {
+            return Err(ResponseError::CoordinatorNotAvailable.code());
+        };
+        self.group_call_on(owner, call).await
+    }
+
+    async fn group_call_on(self: &Rc<Self>, owner: usize, call: Call) -> Result<Reply, i16> {
+        if owner == self.id {
+            return self.run_group_call(call).await;
+        }
+        match self.request(owner, ShardRequest::Group(call)).await {
+            Some(ShardReply::Group(r)) => r,
+            _ => Err(ResponseError::CoordinatorNotAvailable.code()),
+        }
+    }
+
+    /// ListGroups over every shard's coordinator, merged.
+    pub async fn list_groups(self: &Rc<Self>, states_filter: Vec<String>) -> ListGroupsReply {
+        let mut tasks = Vec::new();
+        for owner in 0..self.count {
+            let shard = Rc::clone(self);
+            let call = Call::ListGroups {
+                states_filter: states_filter.clone(),
+            };
+            tasks.push(runtime::spawn(async move {
+                shard.group_call_on(owner, call).await
+            }));
+        }
+        let mut merged = ListGroupsReply::default();
+        for t in tasks {
+            match t.await {
+                Ok(Reply::ListGroups(r)) => {
+                    if r.error != 0 && merged.error == 0 {
+                        merged.error = r.error;
+                    }
+                    merged.groups.extend(r.groups);
+                }
+                Ok(_) | Err(_) => {
+                    merged.error = ResponseError::CoordinatorNotAvailable.code();
+                }
+            }
+        }
+        merged.groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        merged
+    }
+
+    /// DescribeGroups: each group asked of its coordinator; results in request order.
+    pub async fn describe_groups(self: &Rc<Self>, group_ids: Vec<String>) -> Vec<GroupDescription> {
+        let replies = self
+            .per_coordinator(group_ids.clone(), |ids| Call::DescribeGroups {
+                group_ids: ids,
+            })
+            .await;
+        let mut found: HashMap<String, GroupDescription> = HashMap::new();
+        for (ids, reply) in replies {
+            match reply {
+                Ok(Reply::DescribeGroups(list)) => {
+                    for d in list {
+                        found.insert(d.group_id.clone(), d);
+                    }
+                }
+                Ok(_) | Err(_) => {
+                    for id in ids {
+                        found.insert(id.clone(), coordinator_missing_description(id));
+                    }
+                }
+            }
+        }
+        group_ids
+            .into_iter()
+            .map(|id| {
+                found
+                    .remove(&id)
+                    .unwrap_or_else(|| coordinator_missing_description(id))
+            })
+            .collect()
+    }
+
+    /// DeleteGroups: (group id, error code) in request order.
+    pub async fn delete_groups(self: &Rc<Self>, group_ids: Vec<String>) -> Vec<(String, i16)> {
+        let replies = self
+            .per_coordinator(group_ids.clone(), |ids| Call::DeleteGroups {
+                group_ids: ids,
+            })
+            .await;
+        let mut found: HashMap<String, i16> = HashMap::new();
+        for (ids, reply) in replies {
+            match reply {
+                Ok(Reply::DeleteGroups(list)) => found.extend(list),
+                Ok(_) | Err(_) => {
+                    for id in ids {
+                        found.insert(id, ResponseError::CoordinatorNotAvailable.code());
+                    }
+                }
+            }
+        }
+        group_ids
+            .into_iter()
+            .map(|id| {
+                let code = found
+                    .get(&id)
+                    .copied()
+                    .unwrap_or(ResponseError::CoordinatorNotAvailable.code());
+                (id, code)
+            })
+            .collect()
+    }
+
+    /// Splits group ids by coordinator shard and runs `make(ids)` on each, concurrently.
+    async fn per_coordinator(
+        self: &Rc<Self>,
+        group_ids: Vec<String>,
+        make: impl Fn(Vec<String>) -> Call,
+    ) -> Vec<(Vec<String>, Result<Reply, i16>)> {
+        let mut by_owner: HashMap<usize, Vec<String>> = HashMap::new();
+        let mut out = Vec::new();
+        for id in group_ids {
+            match self.group_coordinator_shard(&id) {
+                Some(owner) => by_owner.entry(owner).or_default().push(id),
+                None => out.push((vec![id], Err(ResponseError::CoordinatorNotAvailable.code()))),
+            }
+        }
+        let mut tasks = Vec::new();
+        for (owner, ids) in by_owner {
+            let shard = Rc::clone(self);
+            let call = make(ids.clone());
+            tasks.push(runtime::spawn(async move {
+                (ids, shard.group_call_on(owner, call).await)
+            }));
+        }
+        for t in tasks {
+            out.push(t.await);
+        }
+        out
+    }
+}
+
+fn coordinator_missing_description(group_id: String) -> GroupDescription {
+    GroupDescription {
+        group_id,
+        error: ResponseError::CoordinatorNotAvailable.code(),
+        ..GroupDescription::default()
+    }
+}
