@@ -3,13 +3,8 @@
 //! DescribeCluster and ApiVersions. Every wait is bounded; the broker is stopped with SIGTERM
 //! and must exit 0.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
-use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::alter_configs_request::{self, AlterConfigsRequest};
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResponse;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
@@ -52,10 +47,12 @@ use kafka_protocol::messages::produce_request::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
 use kafka_protocol::messages::produce_response::ProduceResponse;
-use kafka_protocol::messages::{ApiKey, BrokerId, RequestHeader, ResponseHeader, TopicName};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, BrokerId};
 use kafka_protocol::ResponseError;
 use ringbroker::protocol::batch_builder::BatchBuilder;
+
+mod broker;
+use broker::{s, topic_name, Broker, Client};
 use uuid::Uuid;
 
 const NONE: i16 = 0;
@@ -73,224 +70,26 @@ const BROKER: i8 = 4;
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 const DEFAULT_CONFIG: i8 = 5;
 
-/// Bound on every wait of this file (start, connect, each response, shutdown).
-const WAIT: Duration = Duration::from_secs(10);
-
 // ---------------------------------------------------------------------------------------------
-// The broker process
+// Requests this file sends often
 
-struct Broker {
-    child: Option<Child>,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
+/// The shared client plus the admin requests this file sends often.
+struct AdminClient(Client);
 
-impl Broker {
-    fn start() -> Broker {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut broker = Broker {
-            child: None,
-            addr: ([127, 0, 0, 1], 0).into(),
-            dir,
-        };
-        broker.spawn();
-        broker
-    }
-
-    /// Starts the broker process on a free port, over this broker's data directory.
-    fn spawn(&mut self) {
-        self.addr = ([127, 0, 0, 1], free_port()).into();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("broker.log"))
-            .expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
-            .arg("serve")
-            .arg("--listen")
-            .arg(self.addr.to_string())
-            .arg("--data-dir")
-            .arg(self.data_dir())
-            .arg("--shards")
-            .arg("2")
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn the broker");
-        self.child = Some(child);
-        self.wait_until_listening();
-    }
-
-    /// A clean stop (SIGTERM, exit 0) and a start over the same data.
-    fn restart(&mut self) {
-        self.assert_clean_stop();
-        self.spawn();
-    }
-
-    fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
-    }
-
-    fn wait_until_listening(&mut self) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!("the broker exited at start ({status}):\n{}", self.log());
-            }
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the broker did not listen on {} within {WAIT:?}:\n{}",
-                self.addr,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(self.addr)
-    }
-
-    /// SIGTERM, then wait (bounded) for the exit status; `None` if the broker had to be
-    /// killed. Never panics (it also runs in `Drop`).
-    fn terminate(&mut self) -> Option<ExitStatus> {
-        let mut child = self.child.take()?;
-        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            match child.try_wait() {
-                Ok(Some(status)) => return Some(status),
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => break,
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        None
-    }
-
-    fn assert_clean_stop(&mut self) {
-        let Some(status) = self.terminate() else {
-            panic!(
-                "the broker did not exit within {WAIT:?} of SIGTERM:\n{}",
-                self.log()
-            );
-        };
-        assert!(
-            status.success(),
-            "the broker exited with {status}:\n{}",
-            self.log()
-        );
-    }
-
-    /// Stops the broker and checks that it shut down cleanly.
-    fn stop_cleanly(mut self) {
-        self.assert_clean_stop();
+impl std::ops::Deref for AdminClient {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.0
     }
 }
 
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let status = self.terminate();
-        if std::thread::panicking() {
-            eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
-        }
+impl std::ops::DerefMut for AdminClient {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.0
     }
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local addr").port()
-}
-
-// ---------------------------------------------------------------------------------------------
-// A blocking Kafka client: one request at a time
-
-struct Client {
-    stream: TcpStream,
-    next_correlation: i32,
-}
-
-impl Client {
-    fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to the broker");
-        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
-        stream.set_write_timeout(Some(WAIT)).expect("write timeout");
-        stream.set_nodelay(true).expect("nodelay");
-        Client {
-            stream,
-            next_correlation: 1,
-        }
-    }
-
-    fn call<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        key: ApiKey,
-        version: i16,
-        request: &Req,
-    ) -> Resp {
-        let correlation = self.next_correlation;
-        self.next_correlation += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation;
-        header.client_id = Some(StrBytes::from_static_str("server_admin"));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, key.request_header_version(version))
-            .expect("encode the request header");
-        request
-            .encode(&mut body, version)
-            .unwrap_or_else(|e| panic!("encode {key:?} v{version}: {e}"));
-        let mut frame = Vec::with_capacity(body.len() + 4);
-        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
-        frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).expect("send the request");
-
-        let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
-            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
-        let size = i32::from_be_bytes(size);
-        assert!(
-            (0..64 << 20).contains(&size),
-            "implausible response size {size}"
-        );
-        let mut buf = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut buf)
-            .expect("read the response body");
-        let mut buf = Bytes::from(buf);
-        let header = ResponseHeader::decode(&mut buf, key.response_header_version(version))
-            .expect("decode the response header");
-        assert_eq!(header.correlation_id, correlation, "{key:?} v{version}");
-        let response = Resp::decode(&mut buf, version)
-            .unwrap_or_else(|e| panic!("decode the {key:?} v{version} response: {e}"));
-        assert!(
-            buf.is_empty(),
-            "{} bytes left after the {key:?} v{version} response",
-            buf.len()
-        );
-        response
-    }
-
+impl AdminClient {
     fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
         let mut topic = CreatableTopic::default();
         topic.name = topic_name(name);
@@ -543,14 +342,6 @@ impl Client {
     }
 }
 
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
-fn topic_name(v: &str) -> TopicName {
-    TopicName(s(v))
-}
-
 fn config<'a>(result: &'a DescribeConfigsResult, name: &str) -> &'a DescribeConfigsResourceResult {
     result
         .configs
@@ -587,8 +378,8 @@ fn partition_dirs(data: &Path, topic: &str) -> Vec<String> {
 
 #[test]
 fn topic_configs_describe_and_alter() {
-    let mut broker = Broker::start();
-    let mut c = broker.client();
+    let mut broker = Broker::start(&[]);
+    let mut c = AdminClient(broker.client());
     c.create_topic("cfg", 2, &[("retention.ms", "60000")]);
 
     // Every topic property, the override DYNAMIC, the rest defaults.
@@ -688,7 +479,7 @@ fn topic_configs_describe_and_alter() {
     // Overrides survive a restart and are applied to the reopened logs.
     drop(c);
     broker.restart();
-    let mut c = broker.client();
+    let mut c = AdminClient(broker.client());
     let d = c.describe_configs(4, TOPIC, "cfg", None);
     assert_eq!(value(&d, "max.message.bytes"), "200");
     assert_eq!(
@@ -731,8 +522,8 @@ fn topic_configs_describe_and_alter() {
 
 #[test]
 fn partitions_records_and_topic_deletion() {
-    let mut broker = Broker::start();
-    let mut c = broker.client();
+    let mut broker = Broker::start(&[]);
+    let mut c = AdminClient(broker.client());
     c.create_topic("grow", 2, &[]);
 
     // CreatePartitions: validate_only, growth, no shrinking, manual assignments.
@@ -799,7 +590,7 @@ fn partitions_records_and_topic_deletion() {
     // The partition count and the log start offsets survive a restart.
     drop(c);
     broker.restart();
-    let mut c = broker.client();
+    let mut c = AdminClient(broker.client());
     assert_eq!(c.topic_metadata("grow").1, 5);
     assert_eq!(c.list_offset("grow", 0, -2), (NONE, 5));
     assert_eq!(c.list_offset("grow", 1, -2), (NONE, 10));
@@ -847,7 +638,7 @@ fn partitions_records_and_topic_deletion() {
     // Deleted topics stay deleted after a restart.
     drop(c);
     broker.restart();
-    let mut c = broker.client();
+    let mut c = AdminClient(broker.client());
     for gone in ["grow", "byid"] {
         assert_eq!(
             c.topic_metadata(gone).0,
@@ -864,8 +655,8 @@ fn partitions_records_and_topic_deletion() {
 
 #[test]
 fn cluster_description_and_every_version_encodes() {
-    let broker = Broker::start();
-    let mut c = broker.client();
+    let broker = Broker::start(&[]);
+    let mut c = AdminClient(broker.client());
 
     for version in 0..=1 {
         let req = DescribeClusterRequest::default();

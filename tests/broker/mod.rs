@@ -1,0 +1,299 @@
+//! A real broker process for integration tests, and a blocking Kafka client that speaks raw
+//! requests built with the kafka-protocol crate. Every wait is bounded by [`WAIT`].
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, TopicName};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+/// Bound on every wait (start, connect, each response, shutdown).
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// A broker with 2 unpinned shards on a free loopback port over a temp data directory that
+/// outlives restarts. Dropping it stops the process (SIGTERM, then SIGKILL).
+pub struct Broker {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    dir: tempfile::TempDir,
+    settings: Vec<String>,
+}
+
+impl Broker {
+    /// `settings` are `NAME=VALUE` broker properties passed with `--set`.
+    pub fn start(settings: &[&str]) -> Broker {
+        let dir = tempfile::Builder::new()
+            .prefix("ringbroker-test-")
+            .tempdir()
+            .expect("tempdir");
+        let mut broker = Broker {
+            child: None,
+            addr: ([127, 0, 0, 1], 0).into(),
+            dir,
+            settings: settings.iter().map(|s| s.to_string()).collect(),
+        };
+        broker.spawn();
+        broker
+    }
+
+    /// Starts the process over this broker's data directory; returns once it accepts.
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("log file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--shards")
+            .arg("2");
+        for s in &self.settings {
+            cmd.arg("--set").arg(s);
+        }
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "info");
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn the broker");
+        let stdout = child.stdout.take().expect("broker stdout");
+        self.child = Some(child);
+        // Port 0: the broker prints the port it got. The reader thread also keeps the pipe
+        // drained until the broker exits.
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + WAIT;
+        self.addr = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(addr) = parse_listen_line(&line) {
+                        break addr;
+                    }
+                }
+                Err(_) => panic!(
+                    "the broker printed no 'listening on' line within {WAIT:?}:\n{}",
+                    self.log()
+                ),
+            }
+        };
+        while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the broker does not accept on {}:\n{}",
+                self.addr,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("broker.log")
+    }
+
+    pub fn log(&self) -> String {
+        let log = std::fs::read(self.log_path()).unwrap_or_default();
+        let tail = &log[log.len().saturating_sub(8000)..];
+        String::from_utf8_lossy(tail).into_owned()
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// A clean stop (SIGTERM, exit 0) and a start over the same data.
+    pub fn restart(&mut self) {
+        self.assert_clean_stop();
+        self.spawn();
+    }
+
+    /// SIGKILL (no shutdown work at all) and a start over the same data.
+    pub fn kill9_and_restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.spawn();
+    }
+
+    /// SIGTERM, then wait (bounded) for the exit status; `None` if the broker had to be
+    /// killed. Never panics (it also runs in `Drop`).
+    pub fn terminate(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => break,
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
+    pub fn assert_clean_stop(&mut self) {
+        let Some(status) = self.terminate() else {
+            panic!(
+                "the broker did not exit within {WAIT:?} of SIGTERM:\n{}",
+                self.log()
+            );
+        };
+        assert!(
+            status.success(),
+            "the broker exited with {status}:\n{}",
+            self.log()
+        );
+    }
+
+    /// Stops the broker and checks that it shut down cleanly.
+    pub fn stop_cleanly(mut self) {
+        self.assert_clean_stop();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let status = self.terminate();
+        if std::thread::panicking() {
+            eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
+        }
+    }
+}
+
+fn parse_listen_line(line: &str) -> Option<SocketAddr> {
+    let rest = line.split("listening on ").nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// A blocking Kafka client: one request at a time.
+pub struct Client {
+    stream: TcpStream,
+    next_correlation: i32,
+    client_id: &'static str,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to the broker");
+        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
+        stream.set_write_timeout(Some(WAIT)).expect("write timeout");
+        stream.set_nodelay(true).expect("nodelay");
+        Client {
+            stream,
+            next_correlation: 1,
+            client_id: "ringbroker-test",
+        }
+    }
+
+    pub fn with_client_id(mut self, id: &'static str) -> Client {
+        self.client_id = id;
+        self
+    }
+
+    /// Sends one request and decodes its response (panics with context on any failure).
+    pub fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Resp {
+        let correlation = self.send(key, version, request);
+        self.receive(key, version, correlation)
+    }
+
+    /// Sends a request without waiting; returns its correlation id.
+    pub fn send<Req: Encodable>(&mut self, key: ApiKey, version: i16, request: &Req) -> i32 {
+        let correlation = self.next_correlation;
+        self.next_correlation += 1;
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = correlation;
+        header.client_id = Some(StrBytes::from_static_str(self.client_id));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, key.request_header_version(version))
+            .expect("encode the request header");
+        request
+            .encode(&mut body, version)
+            .unwrap_or_else(|e| panic!("encode {key:?} v{version}: {e}"));
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).expect("send the request");
+        correlation
+    }
+
+    /// Reads the response to a request sent with [`Client::send`].
+    pub fn receive<Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        correlation: i32,
+    ) -> Resp {
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
+        let size = i32::from_be_bytes(size);
+        assert!(
+            (0..64 << 20).contains(&size),
+            "implausible response size {size}"
+        );
+        let mut buf = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut buf)
+            .expect("read the response body");
+        let mut buf = Bytes::from(buf);
+        let header = ResponseHeader::decode(&mut buf, key.response_header_version(version))
+            .expect("decode the response header");
+        assert_eq!(header.correlation_id, correlation, "{key:?} v{version}");
+        let response = Resp::decode(&mut buf, version)
+            .unwrap_or_else(|e| panic!("decode the {key:?} v{version} response: {e}"));
+        assert!(
+            buf.is_empty(),
+            "{} bytes left after the {key:?} v{version} response",
+            buf.len()
+        );
+        response
+    }
+}
+
+pub fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+pub fn topic_name(v: &str) -> TopicName {
+    TopicName(s(v))
+}
