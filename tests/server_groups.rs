@@ -99,8 +99,13 @@ fn commit_as(
         .collect()
 }
 
-/// OffsetFetch v7 for partitions of one topic: (partition, offset).
-fn fetch_offsets(c: &mut Client, group: &str, topic: &str, partitions: &[i32]) -> Vec<(i32, i64)> {
+/// OffsetFetch v7 for partitions of one topic: (partition, offset), or the group-level error.
+fn try_fetch_offsets(
+    c: &mut Client,
+    group: &str,
+    topic: &str,
+    partitions: &[i32],
+) -> Result<Vec<(i32, i64)>, i16> {
     let mut t = OffsetFetchRequestTopic::default();
     t.name = topic_name(topic);
     t.partition_indexes = partitions.to_vec();
@@ -108,7 +113,9 @@ fn fetch_offsets(c: &mut Client, group: &str, topic: &str, partitions: &[i32]) -
     req.group_id = group_id(group);
     req.topics = Some(vec![t]);
     let resp: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 7, &req);
-    assert_eq!(resp.error_code, 0, "OffsetFetch group error");
+    if resp.error_code != 0 {
+        return Err(resp.error_code);
+    }
     let mut out: Vec<(i32, i64)> = resp
         .topics
         .iter()
@@ -119,7 +126,11 @@ fn fetch_offsets(c: &mut Client, group: &str, topic: &str, partitions: &[i32]) -
         })
         .collect();
     out.sort_unstable();
-    out
+    Ok(out)
+}
+
+fn fetch_offsets(c: &mut Client, group: &str, topic: &str, partitions: &[i32]) -> Vec<(i32, i64)> {
+    try_fetch_offsets(c, group, topic, partitions).expect("OffsetFetch group error")
 }
 
 /// Retries a call while the coordinator is still loading or not yet available (bounded).
@@ -168,22 +179,7 @@ fn committed_offsets_survive_sigkill() {
         broker.kill9_and_restart();
         let mut c = broker.client();
         let fetched = until_coordinator_ready(|| {
-            let mut t = OffsetFetchRequestTopic::default();
-            t.name = topic_name("orders");
-            t.partition_indexes = partitions.to_vec();
-            let mut req = OffsetFetchRequest::default();
-            req.group_id = group_id("durable-group");
-            req.topics = Some(vec![t]);
-            let resp: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 7, &req);
-            if resp.error_code != 0 {
-                return Err(resp.error_code);
-            }
-            Ok(fetch_offsets(
-                &mut c,
-                "durable-group",
-                "orders",
-                &partitions,
-            ))
+            try_fetch_offsets(&mut c, "durable-group", "orders", &partitions)
         });
         assert_eq!(
             fetched, acked,
