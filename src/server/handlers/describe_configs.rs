@@ -338,6 +338,42 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             TYPE_BOOLEAN,
             "acks=all produce waits for an fdatasync.",
         ),
+        (
+            "offsets.topic.num.partitions",
+            c.group.offsets_partitions.to_string(),
+            TYPE_INT,
+            "Partitions of __consumer_offsets (fixed once the topic exists).",
+        ),
+        (
+            "offsets.retention.minutes",
+            (c.group.offsets_retention_ms / 60_000).to_string(),
+            TYPE_INT,
+            "Committed offsets of an empty group expire after this long.",
+        ),
+        (
+            "group.initial.rebalance.delay.ms",
+            c.group.initial_rebalance_delay_ms.to_string(),
+            TYPE_INT,
+            "How long a new group waits for more members before its first rebalance.",
+        ),
+        (
+            "group.min.session.timeout.ms",
+            c.group.min_session_timeout_ms.to_string(),
+            TYPE_INT,
+            "Smallest session timeout a member may ask for.",
+        ),
+        (
+            "group.max.session.timeout.ms",
+            c.group.max_session_timeout_ms.to_string(),
+            TYPE_INT,
+            "Largest session timeout a member may ask for.",
+        ),
+        (
+            "group.max.size",
+            c.group.max_size.to_string(),
+            TYPE_INT,
+            "Most members one group may have.",
+        ),
     ];
     // The topic defaults (`log.*`, `message.max.bytes`).
     for info in TOPIC_PROPERTY_INFO {
