@@ -240,6 +240,7 @@ async fn shard_main(
     }
     tracing::info!(shard = shard.id, "shutting down: no new connections");
     shutdown.trigger();
+    shard.close_groups();
     accept_task.await;
     housekeeping.await;
     let mut waited = Duration::ZERO;

@@ -47,6 +47,9 @@ pub struct GroupService {
     /// Partitions being compacted: new appends wait, so the rewritten (older) state never
     /// lands after a newer record.
     compacting: RefCell<HashSet<i32>>,
+    /// Set at shutdown: calls are refused so no client waits out a rebalance on a stopping
+    /// broker.
+    closed: Cell<bool>,
 }
 
 impl GroupService {
@@ -58,6 +61,7 @@ impl GroupService {
             loaded: RefCell::new(HashSet::new()),
             appends_in_flight: RefCell::new(HashMap::new()),
             compacting: RefCell::new(HashSet::new()),
+            closed: Cell::new(false),
         }
     }
 }
@@ -66,6 +70,9 @@ impl Shard {
     /// Runs a call on this shard's coordinator and waits for its reply (which may come after
     /// a rebalance completes or an append finishes).
     pub(super) async fn run_group_call(self: &Rc<Self>, call: Call) -> Result<Reply, i16> {
+        if self.groups.closed.get() {
+            return Err(ResponseError::NotCoordinator.code());
+        }
         let token = self.groups.next_token.get();
         self.groups.next_token.set(token + 1);
         let (tx, rx) = local_oneshot::channel();
@@ -76,8 +83,7 @@ impl Shard {
             .borrow_mut()
             .handle(token, call, runtime::now_ms());
         self.apply_group_output(out);
-        rx.await
-            .ok_or(ResponseError::CoordinatorNotAvailable.code())
+        rx.await.ok_or(ResponseError::NotCoordinator.code())
     }
 
     /// Sends the replies that are ready and starts the appends the coordinator asked for.
@@ -181,6 +187,14 @@ impl Shard {
                 tracing::error!(code = e.code, error = %e.message, "could not create {OFFSETS_TOPIC}; consumer groups are unavailable")
             }
         }
+    }
+
+    /// Shutdown: answers every waiting call (a pending JoinGroup may otherwise wait minutes)
+    /// with NOT_COORDINATOR, so clients look for the coordinator again, and refuses new ones.
+    pub fn close_groups(&self) {
+        self.groups.closed.set(true);
+        // Dropping the senders resolves each waiter with an error.
+        self.groups.waiting.borrow_mut().clear();
     }
 
     /// Drives the coordinator's timers until the shard stops.
