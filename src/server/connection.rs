@@ -69,6 +69,8 @@ pub async fn serve(
     shutdown: Rc<ShutdownSignal>,
 ) {
     let (mut reader, mut writer) = futures_lite::io::split(stream);
+    // Shared with every request task (group members record it as their client host).
+    let request_peer: Rc<str> = Rc::from(peer.as_str());
     let limit = shard.config.socket_request_max_bytes;
     let budget = Rc::new(ByteBudget::new(shard.config.connection_max_inflight_bytes));
     let (tx, rx) = runtime::local_channel::<Pending>(MAX_PIPELINED_REQUESTS);
@@ -130,11 +132,11 @@ pub async fn serve(
         budget.acquire(size).await;
         let (api_key, version) = (request.api_key, request.api_version);
         let task_shard = Rc::clone(&shard);
+        let task_peer = Rc::clone(&request_peer);
         let (decoded_tx, decoded_rx) = local_oneshot::channel();
-        let task =
-            runtime::spawn(
-                async move { handlers::dispatch(&task_shard, &request, decoded_tx).await },
-            );
+        let task = runtime::spawn(async move {
+            handlers::dispatch(&task_shard, &request, &task_peer, decoded_tx).await
+        });
         if tx.send((task, size, api_key, version)).await.is_err() {
             break;
         }

@@ -142,6 +142,8 @@ pub struct Request<'a> {
     pub shard: &'a Rc<Shard>,
     pub frame: &'a RequestFrame,
     pub api: ApiKey,
+    /// The client's address as `ip:port` ("unknown" when the socket could not tell).
+    pub peer: &'a str,
     /// Told whether the body decoded, so the connection reads the next request only then
     /// (a request behind a malformed one must not run: the connection is about to close).
     decoded: RefCell<Option<local_oneshot::Sender<bool>>>,
@@ -169,6 +171,19 @@ impl Request<'_> {
     pub fn signal_decoded(&self, ok: bool) {
         if let Some(tx) = self.decoded.borrow_mut().take() {
             tx.send(ok);
+        }
+    }
+
+    /// The client id of the request header ("" when the client sent none).
+    pub fn client_id(&self) -> &str {
+        self.frame.client_id.as_deref().unwrap_or("")
+    }
+
+    /// The client's host as Kafka reports it for group members: the IP address after a `/`.
+    pub fn client_host(&self) -> String {
+        match self.peer.parse::<std::net::SocketAddr>() {
+            Ok(addr) => format!("/{}", addr.ip()),
+            Err(_) => self.peer.to_string(),
         }
     }
 
@@ -202,6 +217,7 @@ pub fn encode<T: Encodable>(
 pub async fn dispatch(
     shard: &Rc<Shard>,
     frame: &RequestFrame,
+    peer: &str,
     decoded: local_oneshot::Sender<bool>,
 ) -> Result<Option<Bytes>, HandlerError> {
     let Some(api) = frame.api else {
@@ -236,6 +252,7 @@ pub async fn dispatch(
         shard,
         frame,
         api,
+        peer,
         decoded: RefCell::new(Some(decoded)),
     };
     let body = match api {
