@@ -5,15 +5,26 @@ pub mod alter_configs;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod incremental_alter_configs;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -22,7 +33,9 @@ use crate::protocol::messages::ApiKey;
 use crate::protocol::{Decodable, Encodable};
 use bytes::{Bytes, BytesMut};
 
+use crate::group::api::{Call, Reply};
 use crate::protocol::header::{frame_response, RequestFrame};
+use crate::protocol::ResponseError;
 use crate::shard::Shard;
 use crate::util::local_oneshot;
 
@@ -37,6 +50,9 @@ pub struct ApiSpec {
 /// Every API served, with the versions current clients use. Produce v0–v2 carry legacy
 /// message sets (old librdkafka only compresses with them); Fetch starts at v4 (v2 batches).
 /// Fetch stops at v12 and Produce at v11: later versions address topics by id only.
+/// The group APIs stop where Kafka 3.x's classic protocol does: OffsetCommit and OffsetFetch
+/// v9+ belong to the new consumer protocol (KIP-848), ListGroups v5 adds group types, and
+/// FindCoordinator v5+ and DescribeGroups v6 come with Kafka 4.
 pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::Produce,
@@ -102,6 +118,61 @@ pub const APIS: &[ApiSpec] = &[
         key: ApiKey::DescribeCluster,
         min_version: 0,
         max_version: 1,
+    },
+    ApiSpec {
+        key: ApiKey::FindCoordinator,
+        min_version: 0,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::JoinGroup,
+        min_version: 0,
+        max_version: 9,
+    },
+    ApiSpec {
+        key: ApiKey::SyncGroup,
+        min_version: 0,
+        max_version: 5,
+    },
+    ApiSpec {
+        key: ApiKey::Heartbeat,
+        min_version: 0,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::LeaveGroup,
+        min_version: 0,
+        max_version: 5,
+    },
+    ApiSpec {
+        key: ApiKey::OffsetCommit,
+        min_version: 2,
+        max_version: 8,
+    },
+    ApiSpec {
+        key: ApiKey::OffsetFetch,
+        min_version: 1,
+        max_version: 8,
+    },
+    ApiSpec {
+        key: ApiKey::ListGroups,
+        min_version: 0,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::DescribeGroups,
+        min_version: 0,
+        max_version: 5,
+    },
+    ApiSpec {
+        key: ApiKey::DeleteGroups,
+        min_version: 0,
+        max_version: 2,
+    },
+    ApiSpec {
+        key: ApiKey::OffsetDelete,
+        min_version: 0,
+        max_version: 0,
     },
 ];
 
@@ -270,6 +341,17 @@ pub async fn dispatch(
         ApiKey::CreatePartitions => Some(create_partitions::handle(&req).await?),
         ApiKey::IncrementalAlterConfigs => Some(incremental_alter_configs::handle(&req).await?),
         ApiKey::DescribeCluster => Some(describe_cluster::handle(&req)?),
+        ApiKey::FindCoordinator => Some(find_coordinator::handle(&req)?),
+        ApiKey::JoinGroup => Some(join_group::handle(&req).await?),
+        ApiKey::SyncGroup => Some(sync_group::handle(&req).await?),
+        ApiKey::Heartbeat => Some(heartbeat::handle(&req).await?),
+        ApiKey::LeaveGroup => Some(leave_group::handle(&req).await?),
+        ApiKey::OffsetCommit => Some(offset_commit::handle(&req).await?),
+        ApiKey::OffsetFetch => Some(offset_fetch::handle(&req).await?),
+        ApiKey::ListGroups => Some(list_groups::handle(&req).await?),
+        ApiKey::DescribeGroups => Some(describe_groups::handle(&req).await?),
+        ApiKey::DeleteGroups => Some(delete_groups::handle(&req).await?),
+        ApiKey::OffsetDelete => Some(offset_delete::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
     let header_version = if legacy_produce {
@@ -283,6 +365,47 @@ pub async fn dispatch(
 /// A topic name as the protocol types want it.
 pub fn topic_name(name: &str) -> crate::protocol::messages::TopicName {
     crate::protocol::messages::TopicName(crate::protocol::StrBytes::from_string(name.to_string()))
+}
+
+/// A group id as the protocol types want it.
+pub fn group_id(name: &str) -> crate::protocol::messages::GroupId {
+    crate::protocol::messages::GroupId(str_bytes(name))
+}
+
+/// Runs `call` on the coordinator of `group_id` and takes the expected reply out of it with
+/// `pick`. `Err` is an error code for the whole request; a reply of another kind is a
+/// coordinator bug, answered with UNKNOWN_SERVER_ERROR.
+pub async fn coordinator_call<T>(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    call: Call,
+    pick: impl FnOnce(Reply) -> Option<T>,
+) -> Result<T, i16> {
+    let kind = call_kind(&call);
+    let reply = shard.group_call(group_id, call).await?;
+    pick(reply).ok_or_else(|| {
+        tracing::error!(
+            group_id,
+            call = kind,
+            "the group coordinator answered with the wrong kind of reply"
+        );
+        ResponseError::UnknownServerError.code()
+    })
+}
+
+fn call_kind(call: &Call) -> &'static str {
+    match call {
+        Call::Join(_) => "Join",
+        Call::Sync(_) => "Sync",
+        Call::Heartbeat(_) => "Heartbeat",
+        Call::Leave(_) => "Leave",
+        Call::OffsetCommit(_) => "OffsetCommit",
+        Call::OffsetFetch(_) => "OffsetFetch",
+        Call::ListGroups { .. } => "ListGroups",
+        Call::DescribeGroups { .. } => "DescribeGroups",
+        Call::DeleteGroups { .. } => "DeleteGroups",
+        Call::OffsetDelete(_) => "OffsetDelete",
+    }
 }
 
 pub fn str_bytes(s: impl Into<String>) -> crate::protocol::StrBytes {

@@ -1,0 +1,96 @@
+//! OffsetCommit (key 8), v2–v8: a group (or a consumer outside group management, generation
+//! -1) stores consumed positions. v6 adds the leader epoch, v7 the group instance id; the
+//! retention time of v2–v4 is ignored (as by Kafka since 2.1: the broker's retention applies).
+//! The response has per-partition errors only, so a request-wide error goes on every partition.
+
+use std::collections::HashMap;
+
+use crate::group::api::{Call, OffsetCommitCall, OffsetToCommit, Reply};
+use crate::protocol::messages::offset_commit_request::OffsetCommitRequest;
+use crate::protocol::messages::offset_commit_response::{
+    OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use crate::protocol::ResponseError;
+use bytes::Bytes;
+
+use super::{coordinator_call, HandlerError, Request};
+
+pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let request: OffsetCommitRequest = req.decode()?;
+    // Empty group ids are allowed here (Kafka keeps them for old consumers).
+    let group_id = request.group_id.0.to_string();
+
+    // Kafka answers partitions that do not exist itself; the others go to the coordinator.
+    let meta = req.shard.metadata();
+    let mut offsets = Vec::new();
+    // Whether each requested partition exists, in request order.
+    let mut known = Vec::new();
+    for topic in &request.topics {
+        for p in &topic.partitions {
+            let exists = meta.shard_of(&topic.name.0, p.partition_index).is_some();
+            known.push(exists);
+            if exists {
+                offsets.push(OffsetToCommit {
+                    topic: topic.name.0.to_string(),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: p.committed_leader_epoch,
+                    metadata: p.committed_metadata.as_ref().map(|s| s.to_string()),
+                });
+            }
+        }
+    }
+    drop(meta);
+
+    let outcome: Result<HashMap<(String, i32), i16>, i16> = if offsets.is_empty() {
+        Ok(HashMap::new())
+    } else {
+        let call = OffsetCommitCall {
+            group_id: group_id.clone(),
+            generation_id: request.generation_id_or_member_epoch,
+            member_id: request.member_id.to_string(),
+            group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
+            offsets,
+        };
+        coordinator_call(
+            req.shard,
+            &group_id,
+            Call::OffsetCommit(call),
+            |r| match r {
+                Reply::OffsetCommit(c) => Some(c),
+                _ => None,
+            },
+        )
+        .await
+        .map(|reply| {
+            reply
+                .partitions
+                .into_iter()
+                .map(|(topic, partition, error)| ((topic, partition), error))
+                .collect()
+        })
+    };
+
+    let mut known = known.into_iter();
+    let mut response = OffsetCommitResponse::default();
+    for topic in &request.topics {
+        let mut t = OffsetCommitResponseTopic::default();
+        t.name = topic.name.clone();
+        for p in &topic.partitions {
+            let error = match (&outcome, known.next().unwrap_or(false)) {
+                (_, false) => ResponseError::UnknownTopicOrPartition.code(),
+                (Err(code), true) => *code,
+                (Ok(errors), true) => errors
+                    .get(&(topic.name.0.to_string(), p.partition_index))
+                    .copied()
+                    .unwrap_or(ResponseError::UnknownServerError.code()),
+            };
+            let mut partition = OffsetCommitResponsePartition::default();
+            partition.partition_index = p.partition_index;
+            partition.error_code = error;
+            t.partitions.push(partition);
+        }
+        response.topics.push(t);
+    }
+    req.encode(&response)
+}
