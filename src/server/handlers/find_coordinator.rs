@@ -27,8 +27,19 @@ type Refusal = (i16, String);
 pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: FindCoordinatorRequest = req.decode()?;
     let config = &req.shard.config;
-    // The answer depends on the key type only: one broker coordinates every group.
-    let outcome = coordinator_for(request.key_type);
+    // One broker coordinates every group, once `__consumer_offsets` exists (it is created at
+    // startup; until then Kafka's answer is COORDINATOR_NOT_AVAILABLE, which clients retry).
+    let offsets_ready = req.shard.group_coordinator_shard("").is_some();
+    let outcome = coordinator_for(request.key_type).and_then(|()| {
+        if offsets_ready {
+            Ok(())
+        } else {
+            Err((
+                ResponseError::CoordinatorNotAvailable.code(),
+                "the offsets topic is not created yet".to_string(),
+            ))
+        }
+    });
     let mut response = FindCoordinatorResponse::default();
     if req.version() >= BATCHED_VERSION {
         response.coordinators = request
