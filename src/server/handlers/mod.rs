@@ -228,22 +228,11 @@ impl Request<'_> {
     /// Decodes the body with the kafka-protocol crate.
     pub fn decode<T: Decodable>(&self) -> Result<T, HandlerError> {
         let mut body = self.frame.body.clone();
-        let decoded = T::decode(&mut body, self.version())
-            .map_err(|e| e.to_string())
-            .and_then(|v| {
-                // Bytes past the request's last field mean the client and we disagree on the
-                // layout: answering would act on a misread request.
-                if body.is_empty() {
-                    Ok(v)
-                } else {
-                    Err(format!("{} bytes after the end of the request", body.len()))
-                }
-            })
-            .map_err(|reason| HandlerError::Decode {
-                api: self.api,
-                version: self.version(),
-                reason,
-            });
+        let decoded = T::decode(&mut body, self.version()).map_err(|e| HandlerError::Decode {
+            api: self.api,
+            version: self.version(),
+            reason: e.to_string(),
+        });
         self.signal_decoded(decoded.is_ok());
         decoded
     }
