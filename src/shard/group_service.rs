@@ -47,6 +47,8 @@ pub struct GroupService {
     /// Partitions being compacted: new appends wait, so the rewritten (older) state never
     /// lands after a newer record.
     compacting: RefCell<HashSet<i32>>,
+    /// Appends held back by a compaction, in arrival order.
+    after_compaction: RefCell<Vec<local_oneshot::Sender<()>>>,
     /// Set at shutdown: calls are refused so no client waits out a rebalance on a stopping
     /// broker.
     closed: Cell<bool>,
@@ -61,6 +63,7 @@ impl GroupService {
             loaded: RefCell::new(HashSet::new()),
             appends_in_flight: RefCell::new(HashMap::new()),
             compacting: RefCell::new(HashSet::new()),
+            after_compaction: RefCell::new(Vec::new()),
             closed: Cell::new(false),
         }
     }
@@ -104,8 +107,12 @@ impl Shard {
             runtime::spawn_detached(async move {
                 let id = append.id;
                 let partition = append.partition;
-                while shard.groups.compacting.borrow().contains(&partition) {
-                    runtime::sleep(Duration::from_millis(2)).await;
+                // Wait out a compaction in arrival order: records must reach the log in
+                // the order the coordinator emitted them.
+                if shard.groups.compacting.borrow().contains(&partition) {
+                    let (tx, rx) = local_oneshot::channel();
+                    shard.groups.after_compaction.borrow_mut().push(tx);
+                    rx.await;
                 }
                 let ok = match shard.append_group_records(partition, &append.records).await {
                     Ok(_) => true,
@@ -339,6 +346,9 @@ impl Shard {
             self.groups.compacting.borrow_mut().insert(index);
             let result = self.rewrite_group_partition(index, records).await;
             self.groups.compacting.borrow_mut().remove(&index);
+            for waiter in self.groups.after_compaction.borrow_mut().drain(..) {
+                waiter.send(());
+            }
             if let Err(e) = result {
                 tracing::warn!(partition = index, error = %e, "compacting {OFFSETS_TOPIC} failed");
             }

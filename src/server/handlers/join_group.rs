@@ -69,13 +69,25 @@ fn response_for(reply: JoinReply, version: i16) -> JoinGroupResponse {
         // Before v7 the protocol name is not nullable: Kafka sends "" for none.
         response.protocol_name = Some(str_bytes(reply.protocol_name.unwrap_or_default()));
     }
-    response.leader = str_bytes(reply.leader);
+    // A static leader rejoining a stable group keeps the current assignment. Before v9 the
+    // client cannot be told to skip it, so it is told it is a follower instead (no members,
+    // not the leader): its SyncGroup then returns the assignment it had.
+    let follower_view = reply.skip_assignment && version < 9;
+    response.leader = if follower_view {
+        str_bytes("")
+    } else {
+        str_bytes(reply.leader)
+    };
     if version >= 9 {
         response.skip_assignment = reply.skip_assignment;
     }
     response.member_id = str_bytes(reply.member_id);
-    response.members = reply
-        .members
+    let members = if follower_view {
+        Vec::new()
+    } else {
+        reply.members
+    };
+    response.members = members
         .into_iter()
         .map(|m| {
             let mut member = JoinGroupResponseMember::default();
