@@ -7,12 +7,9 @@
 //! tests check real outcomes, one concern each, so a failure names what broke. Every wait is
 //! bounded; the broker is stopped with SIGTERM and must exit 0.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
@@ -45,11 +42,11 @@ use kafka_protocol::messages::offset_fetch_request::{
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponse;
 use kafka_protocol::messages::sync_group_request::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
-use kafka_protocol::messages::{
-    ApiKey, BrokerId, GroupId, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, BrokerId, GroupId};
 use kafka_protocol::ResponseError;
+
+mod broker;
+use broker::{s, topic_name, Broker, Client};
 
 const NONE: i16 = 0;
 const CLIENT_ID: &str = "server_group_wire";
@@ -57,10 +54,8 @@ const CLIENT_ID: &str = "server_group_wire";
 /// Bound on every wait of this file (start, connect, each response, shutdown, coordinator).
 const WAIT: Duration = Duration::from_secs(10);
 
-/// Extra broker properties. After the coordinator lands this becomes
-/// `&["group.initial.rebalance.delay.ms=0"]` (today's binary rejects unknown properties);
-/// without it a new group's first join waits out Kafka's default delay (3 s), within `WAIT`.
-const BROKER_SETTINGS: &[&str] = &[];
+/// A new group's first rebalance does not wait for more members here.
+const BROKER_SETTINGS: &[&str] = &["group.initial.rebalance.delay.ms=0"];
 
 /// The group APIs and the versions the broker must advertise for them.
 const GROUP_APIS: &[(ApiKey, i16, i16)] = &[
@@ -80,194 +75,23 @@ const GROUP_APIS: &[(ApiKey, i16, i16)] = &[
 // ---------------------------------------------------------------------------------------------
 // The broker process
 
-struct Broker {
-    child: Option<Child>,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
+/// The shared client plus the group requests this file sends often.
+struct GroupClient(Client);
 
-impl Broker {
-    fn start() -> Broker {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
-        let log = std::fs::File::create(dir.path().join("broker.log")).expect("log file");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
-        command
-            .arg("serve")
-            .arg("--listen")
-            .arg(addr.to_string())
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .arg("--shards")
-            .arg("2");
-        for setting in BROKER_SETTINGS {
-            command.arg("--set").arg(setting);
-        }
-        let child = command
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn the broker");
-        let mut broker = Broker {
-            child: Some(child),
-            addr,
-            dir,
-        };
-        broker.wait_until_listening();
-        broker
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
-    }
-
-    fn wait_until_listening(&mut self) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!("the broker exited at start ({status}):\n{}", self.log());
-            }
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the broker did not listen on {} within {WAIT:?}:\n{}",
-                self.addr,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(self.addr)
-    }
-
-    /// SIGTERM, then wait (bounded) for the exit status; `None` if the broker had to be
-    /// killed. Never panics (it also runs in `Drop`).
-    fn terminate(&mut self) -> Option<ExitStatus> {
-        let mut child = self.child.take()?;
-        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            match child.try_wait() {
-                Ok(Some(status)) => return Some(status),
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => break,
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        None
-    }
-
-    /// Stops the broker and checks that it shut down cleanly.
-    fn stop_cleanly(mut self) {
-        let status = self.terminate();
-        assert!(
-            status.is_some_and(|s| s.success()),
-            "the broker did not exit cleanly ({status:?}):\n{}",
-            self.log()
-        );
+impl std::ops::Deref for GroupClient {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.0
     }
 }
 
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let status = self.terminate();
-        if std::thread::panicking() {
-            eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
-        }
+impl std::ops::DerefMut for GroupClient {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.0
     }
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local addr").port()
-}
-
-// ---------------------------------------------------------------------------------------------
-// A blocking Kafka client: one request at a time
-
-struct Client {
-    stream: TcpStream,
-    next_correlation: i32,
-}
-
-impl Client {
-    fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to the broker");
-        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
-        stream.set_write_timeout(Some(WAIT)).expect("write timeout");
-        stream.set_nodelay(true).expect("nodelay");
-        Client {
-            stream,
-            next_correlation: 1,
-        }
-    }
-
-    fn call<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        key: ApiKey,
-        version: i16,
-        request: &Req,
-    ) -> Resp {
-        let correlation = self.next_correlation;
-        self.next_correlation += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation;
-        header.client_id = Some(StrBytes::from_static_str(CLIENT_ID));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, key.request_header_version(version))
-            .expect("encode the request header");
-        request
-            .encode(&mut body, version)
-            .unwrap_or_else(|e| panic!("encode {key:?} v{version}: {e}"));
-        let mut frame = Vec::with_capacity(body.len() + 4);
-        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
-        frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).expect("send the request");
-
-        let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
-            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
-        let size = i32::from_be_bytes(size);
-        assert!(
-            (0..64 << 20).contains(&size),
-            "implausible response size {size}"
-        );
-        let mut buf = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut buf)
-            .expect("read the response body");
-        let mut buf = Bytes::from(buf);
-        let header = ResponseHeader::decode(&mut buf, key.response_header_version(version))
-            .expect("decode the response header");
-        assert_eq!(header.correlation_id, correlation, "{key:?} v{version}");
-        let response = Resp::decode(&mut buf, version)
-            .unwrap_or_else(|e| panic!("decode the {key:?} v{version} response: {e}"));
-        assert!(
-            buf.is_empty(),
-            "{} bytes left after the {key:?} v{version} response",
-            buf.len()
-        );
-        response
-    }
-
+impl GroupClient {
     fn create_topic(&mut self, name: &str, partitions: i32) {
         let mut topic = CreatableTopic::default();
         topic.name = topic_name(name);
@@ -317,14 +141,6 @@ impl Client {
         );
         resp.topics[0].partitions[0].error_code
     }
-}
-
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
-fn topic_name(v: &str) -> TopicName {
-    TopicName(s(v))
 }
 
 fn group_id(v: &str) -> GroupId {
@@ -509,8 +325,8 @@ fn fetched_offset(resp: &OffsetFetchResponse, version: i16) -> Option<i64> {
 
 #[test]
 fn every_group_api_version_is_advertised_and_its_responses_decode() {
-    let broker = Broker::start();
-    let mut c = broker.client();
+    let broker = Broker::start(BROKER_SETTINGS);
+    let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
     c.create_topic("wire", 2);
 
     let resp: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
@@ -597,8 +413,8 @@ fn every_group_api_version_is_advertised_and_its_responses_decode() {
 
 #[test]
 fn find_coordinator_names_this_broker_for_groups_only() {
-    let broker = Broker::start();
-    let mut c = broker.client();
+    let broker = Broker::start(BROKER_SETTINGS);
+    let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
     let port = i32::from(broker.addr.port());
     for version in 0..=3 {
         let req = find_coordinator_request(version, 0, &["g"]);
@@ -639,8 +455,8 @@ fn find_coordinator_names_this_broker_for_groups_only() {
 /// Checks the broker makes before any coordinator is asked.
 #[test]
 fn requests_kafka_refuses_up_front() {
-    let broker = Broker::start();
-    let mut c = broker.client();
+    let broker = Broker::start(BROKER_SETTINGS);
+    let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
     c.create_topic("known", 1);
     let invalid_group = ResponseError::InvalidGroupId.code();
 
@@ -682,8 +498,8 @@ fn requests_kafka_refuses_up_front() {
 /// JoinGroup v4+ without a member id: MEMBER_ID_REQUIRED and the id to join with.
 #[test]
 fn first_join_v4_and_later_gets_a_member_id() {
-    let broker = Broker::start();
-    let mut c = broker.client();
+    let broker = Broker::start(BROKER_SETTINGS);
+    let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
     for version in 4..=9 {
         let resp = c.join(version, &format!("g-required-{version}"), "");
         assert_eq!(
@@ -700,8 +516,8 @@ fn first_join_v4_and_later_gets_a_member_id() {
 /// One member through a whole generation: join, sync, heartbeat, describe, list, leave.
 #[test]
 fn single_member_group_round_trip() {
-    let broker = Broker::start();
-    let mut c = broker.client();
+    let broker = Broker::start(BROKER_SETTINGS);
+    let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
     let group = "g-round";
 
     let first = c.join(9, group, "");
@@ -773,8 +589,8 @@ fn single_member_group_round_trip() {
 /// can be deleted with OffsetDelete, and go with the group on DeleteGroups.
 #[test]
 fn offsets_commit_fetch_and_delete() {
-    let broker = Broker::start();
-    let mut c = broker.client();
+    let broker = Broker::start(BROKER_SETTINGS);
+    let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
     c.create_topic("offsets", 2);
 
     for commit_version in 2..=8 {
