@@ -13,10 +13,6 @@ use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
 };
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsResponse;
-use kafka_protocol::messages::create_topics_request::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
-};
-use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic,
 };
@@ -90,31 +86,6 @@ impl std::ops::DerefMut for AdminClient {
 }
 
 impl AdminClient {
-    fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
-        let mut topic = CreatableTopic::default();
-        topic.name = topic_name(name);
-        topic.num_partitions = partitions;
-        topic.replication_factor = 1;
-        topic.configs = configs
-            .iter()
-            .map(|(n, v)| {
-                let mut c = CreatableTopicConfig::default();
-                c.name = s(n);
-                c.value = Some(s(v));
-                c
-            })
-            .collect();
-        let mut req = CreateTopicsRequest::default();
-        req.topics = vec![topic];
-        req.timeout_ms = 5000;
-        let resp: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 7, &req);
-        assert_eq!(
-            resp.topics[0].error_code, NONE,
-            "create {name}: {:?}",
-            resp.topics[0].error_message
-        );
-    }
-
     /// Metadata v12 for one topic: (error code, partition count, topic id).
     fn topic_metadata(&mut self, name: &str) -> (i16, usize, Uuid) {
         let mut t = MetadataRequestTopic::default();

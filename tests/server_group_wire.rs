@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
-use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::delete_groups_request::DeleteGroupsRequest;
 use kafka_protocol::messages::delete_groups_response::DeleteGroupsResponse;
 use kafka_protocol::messages::describe_groups_request::DescribeGroupsRequest;
@@ -92,18 +90,6 @@ impl std::ops::DerefMut for GroupClient {
 }
 
 impl GroupClient {
-    fn create_topic(&mut self, name: &str, partitions: i32) {
-        let mut topic = CreatableTopic::default();
-        topic.name = topic_name(name);
-        topic.num_partitions = partitions;
-        topic.replication_factor = 1;
-        let mut req = CreateTopicsRequest::default();
-        req.topics = vec![topic];
-        req.timeout_ms = 5000;
-        let resp: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 7, &req);
-        assert_eq!(resp.topics[0].error_code, NONE, "create {name}");
-    }
-
     /// Repeats `call` while the coordinator is loading or not available (as a client would,
     /// after finding the coordinator again), for at most `WAIT`.
     fn until_coordinator_ready<R>(
@@ -327,7 +313,7 @@ fn fetched_offset(resp: &OffsetFetchResponse, version: i16) -> Option<i64> {
 fn every_group_api_version_is_advertised_and_its_responses_decode() {
     let broker = Broker::start(BROKER_SETTINGS);
     let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
-    c.create_topic("wire", 2);
+    c.create_topic("wire", 2, &[]);
 
     let resp: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
     for &(key, min, max) in GROUP_APIS {
@@ -457,7 +443,7 @@ fn find_coordinator_names_this_broker_for_groups_only() {
 fn requests_kafka_refuses_up_front() {
     let broker = Broker::start(BROKER_SETTINGS);
     let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
-    c.create_topic("known", 1);
+    c.create_topic("known", 1, &[]);
     let invalid_group = ResponseError::InvalidGroupId.code();
 
     let resp: JoinGroupResponse = c.call(ApiKey::JoinGroup, 9, &join_request(9, "", ""));
@@ -591,7 +577,7 @@ fn single_member_group_round_trip() {
 fn offsets_commit_fetch_and_delete() {
     let broker = Broker::start(BROKER_SETTINGS);
     let mut c = GroupClient(broker.client().with_client_id(CLIENT_ID));
-    c.create_topic("offsets", 2);
+    c.create_topic("offsets", 2, &[]);
 
     for commit_version in 2..=8 {
         let group = format!("g-commit-{commit_version}");

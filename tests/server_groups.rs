@@ -5,8 +5,6 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
-use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::delete_groups_request::DeleteGroupsRequest;
 use kafka_protocol::messages::delete_groups_response::DeleteGroupsResponse;
 use kafka_protocol::messages::describe_groups_request::DescribeGroupsRequest;
@@ -42,22 +40,6 @@ const FAST_GROUPS: &[&str] = &[
 
 fn group_id(g: &str) -> GroupId {
     GroupId(s(g))
-}
-
-fn create_topic(c: &mut Client, name: &str, partitions: i32) {
-    let mut topic = CreatableTopic::default();
-    topic.name = topic_name(name);
-    topic.num_partitions = partitions;
-    topic.replication_factor = 1;
-    let mut req = CreateTopicsRequest::default();
-    req.topics = vec![topic];
-    req.timeout_ms = 5000;
-    let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 7, &req);
-    assert_eq!(
-        resp.topics[0].error_code, 0,
-        "{:?}",
-        resp.topics[0].error_message
-    );
 }
 
 /// OffsetCommit v8 outside group management (generation -1): error code per partition.
@@ -155,7 +137,7 @@ fn until_coordinator_ready<T>(mut attempt: impl FnMut() -> Result<T, i16>) -> T 
 fn committed_offsets_survive_sigkill() {
     let mut broker = Broker::start(FAST_GROUPS);
     let mut c = broker.client();
-    create_topic(&mut c, "orders", 4);
+    c.create_topic("orders", 4, &[]);
     let partitions = [0, 1, 2, 3];
     let mut acked = vec![(0, -1i64), (1, -1), (2, -1), (3, -1)];
     for cycle in 0..5i64 {
@@ -258,7 +240,7 @@ fn heartbeat(c: &mut Client, group: &str, generation: i32, member: &str) -> i16 
 fn two_members_share_a_group() {
     let broker = Broker::start(FAST_GROUPS);
     let mut admin = broker.client();
-    create_topic(&mut admin, "events", 2);
+    admin.create_topic("events", 2, &[]);
 
     let mut req = FindCoordinatorRequest::default();
     req.key_type = 0;

@@ -10,6 +10,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::create_topics_request::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+};
+use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -230,6 +234,32 @@ impl Client {
     ) -> Resp {
         let correlation = self.send(key, version, request);
         self.receive(key, version, correlation)
+    }
+
+    /// CreateTopics v7 for one topic; panics unless it was created.
+    pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+        let mut topic = CreatableTopic::default();
+        topic.name = topic_name(name);
+        topic.num_partitions = partitions;
+        topic.replication_factor = 1;
+        topic.configs = configs
+            .iter()
+            .map(|(n, v)| {
+                let mut c = CreatableTopicConfig::default();
+                c.name = s(n);
+                c.value = Some(s(v));
+                c
+            })
+            .collect();
+        let mut req = CreateTopicsRequest::default();
+        req.topics = vec![topic];
+        req.timeout_ms = 5000;
+        let resp: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 7, &req);
+        assert_eq!(
+            resp.topics[0].error_code, 0,
+            "create {name}: {:?}",
+            resp.topics[0].error_message
+        );
     }
 
     /// Sends a request without waiting; returns its correlation id.
