@@ -17,14 +17,12 @@
 //! No assertion depends on elapsed time. Every wait is bounded (socket timeouts, bounded polling
 //! loops) only so that a hung broker fails the test instead of hanging it.
 
+mod broker;
+
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -56,10 +54,6 @@ use ringbroker::protocol::record_batch::{
 
 /// Read/write timeout of every test socket: how long a hung broker can stall a test.
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
-/// Upper bound on broker start-up (banner printed and a connection accepted).
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long SIGTERM gets before SIGKILL.
-const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Absolute bound on the broker's resident memory, at any point of any test.
 const RSS_LIMIT_KIB: u64 = 512 * 1024;
 /// Largest response frame the test client accepts.
@@ -121,12 +115,11 @@ impl Rng {
 // The broker process
 // ---------------------------------------------------------------------------------------------
 
-/// A running broker; dropping it stops it (SIGTERM, then SIGKILL after [`STOP_TIMEOUT`]).
+/// The shared broker process (tests/broker), plus the checks this file makes after each
+/// attack: alive, serving, memory bounded, no panic logged.
 struct Broker {
-    child: Child,
+    process: broker::Broker,
     addr: SocketAddr,
-    log_path: PathBuf,
-    _dir: tempfile::TempDir,
 }
 
 impl Broker {
@@ -135,109 +128,29 @@ impl Broker {
     fn start(settings: &[&str]) -> Broker {
         // The broker inherits our descriptor limit; one test holds 1,000 connections open.
         raise_fd_limit(4096);
-        let dir = tempfile::Builder::new()
-            .prefix("ringbroker-bad-input-")
-            .tempdir()
-            .expect("tempdir");
-        let log_path = dir.path().join("broker.log");
-        let log = File::create(&log_path).expect("create broker log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
-        cmd.arg("serve")
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .arg("--shards")
-            .arg("2");
-        for s in settings {
-            cmd.arg("--set").arg(s);
-        }
-        if std::env::var_os("RUST_LOG").is_none() {
-            cmd.env("RUST_LOG", "info");
-        }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log));
-        let mut child = cmd.spawn().expect("spawn ringbroker");
-        let stdout = child.stdout.take().expect("broker stdout");
-        // From here on the guard owns the process.
-        let mut broker = Broker {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            log_path,
-            _dir: dir,
-        };
-        // The broker binds port 0 and prints the port it got; read stdout on a thread (which
-        // also keeps the pipe drained until the broker exits).
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + STARTUP_TIMEOUT;
-        broker.addr = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(addr) = parse_listen_line(&line) {
-                        break addr;
-                    }
-                }
-                Err(_) => panic!(
-                    "the broker printed no 'listening on' line within {STARTUP_TIMEOUT:?}\n{}",
-                    broker.log_tail()
-                ),
-            }
-        };
-        // The banner comes just before the shards bind: retry until one accepts.
-        let mut attempts = 0;
-        loop {
-            broker.assert_alive();
-            if TcpStream::connect_timeout(&broker.addr, IO_TIMEOUT).is_ok() {
-                break;
-            }
-            attempts += 1;
-            assert!(
-                attempts < 1200 && Instant::now() < deadline,
-                "the broker does not accept connections on {}\n{}",
-                broker.addr,
-                broker.log_tail()
-            );
-            thread::sleep(Duration::from_millis(25));
-        }
+        let process = broker::Broker::start(settings);
+        let addr = process.addr;
+        let mut broker = Broker { process, addr };
         broker.check_serves();
         broker
     }
 
     fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.process.pid()
     }
 
     fn log_tail(&self) -> String {
-        let log = std::fs::read(&self.log_path).unwrap_or_default();
-        let tail = &log[log.len().saturating_sub(6000)..];
-        format!(
-            "--- broker log tail ({}) ---\n{}",
-            self.log_path.display(),
-            String::from_utf8_lossy(tail)
-        )
+        format!("--- broker log tail ---\n{}", self.process.log())
     }
 
     fn assert_alive(&mut self) {
-        match self.child.try_wait() {
-            Ok(None) => {}
-            Ok(Some(status)) => panic!("the broker died: {status}\n{}", self.log_tail()),
-            Err(e) => panic!("cannot check on the broker: {e}"),
+        if let Some(status) = self.process.exit_status() {
+            panic!("the broker died: {status}\n{}", self.log_tail());
         }
     }
 
     fn assert_no_panic_logged(&self) {
-        let log = std::fs::read(&self.log_path).unwrap_or_default();
-        let log = String::from_utf8_lossy(&log);
+        let log = self.process.log();
         assert!(
             !log.contains("panicked at"),
             "the broker logged a panic\n{}",
@@ -277,48 +190,9 @@ impl Broker {
     /// SIGTERM; the broker must exit 0 (it drains connections and closes its logs).
     fn stop(mut self) {
         self.assert_alive();
-        let status = terminate(&mut self.child);
-        match status {
-            Some(s) => assert!(s.success(), "broker exited with {s}\n{}", self.log_tail()),
-            None => panic!(
-                "broker did not stop within {STOP_TIMEOUT:?} of SIGTERM (killed)\n{}",
-                self.log_tail()
-            ),
-        }
+        self.process.assert_clean_stop();
         self.assert_no_panic_logged();
     }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            terminate(&mut self.child);
-        }
-    }
-}
-
-/// SIGTERM, wait up to [`STOP_TIMEOUT`], then SIGKILL. `None` if it had to be killed.
-fn terminate(child: &mut Child) -> Option<ExitStatus> {
-    // SAFETY: signals a process we spawned and have not reaped yet (so the pid is still ours).
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    while Instant::now() < deadline {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) => thread::sleep(Duration::from_millis(20)),
-            Err(_) => break,
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
-fn parse_listen_line(line: &str) -> Option<SocketAddr> {
-    let rest = line.split("listening on ").nth(1)?;
-    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// Raises the soft RLIMIT_NOFILE to at least `want` (capped by the hard limit).
