@@ -38,6 +38,9 @@ pub struct BrokerConfig {
     /// `advertised.listeners`: host and port given to clients in Metadata.
     pub advertised_host: String,
     pub advertised_port: u16,
+    /// Whether `advertised.listeners` was given; if not, it follows `listeners` (Kafka's
+    /// default), whatever order the two are set in.
+    advertised_explicit: bool,
     /// `log.dirs` (the first directory; one data directory per broker for now).
     pub data_dir: PathBuf,
     /// `num.shards` (ringbroker): executors, one per core by default.
@@ -71,6 +74,7 @@ impl Default for BrokerConfig {
             listen,
             advertised_host: "127.0.0.1".to_string(),
             advertised_port: 9092,
+            advertised_explicit: false,
             data_dir: PathBuf::from("./data"),
             shards: std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -122,6 +126,11 @@ impl BrokerConfig {
         Ok(())
     }
 
+    /// True unless `advertised.listeners` was set: clients are told the listen address.
+    pub fn advertised_follows_listeners(&self) -> bool {
+        !self.advertised_explicit
+    }
+
     /// Sets one property from its string form (as in server.properties).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let bad = |reason: String| ConfigError::BadValue {
@@ -151,13 +160,16 @@ impl BrokerConfig {
             "node.id" | "broker.id" => self.node_id = int(value)? as i32,
             "listeners" => {
                 self.listen = parse_listener(value).map_err(bad)?;
-                self.advertised_host = self.listen.ip().to_string();
-                self.advertised_port = self.listen.port();
+                if !self.advertised_explicit {
+                    self.advertised_host = self.listen.ip().to_string();
+                    self.advertised_port = self.listen.port();
+                }
             }
             "advertised.listeners" => {
                 let (host, port) = parse_host_port(value).map_err(bad)?;
                 self.advertised_host = host;
                 self.advertised_port = port;
+                self.advertised_explicit = true;
             }
             "log.dirs" | "log.dir" => {
                 let first = value.split(',').next().unwrap_or("").trim();
@@ -398,6 +410,35 @@ mod tests {
         assert_eq!(c.num_partitions, 3);
         assert_eq!(c.log_defaults.retention_ms, -1);
         assert!(!c.auto_create_topics);
+    }
+
+    #[test]
+    fn advertised_listeners_win_over_listeners_in_any_order() {
+        for order in [
+            ["advertised.listeners", "listeners"],
+            ["listeners", "advertised.listeners"],
+        ] {
+            let mut c = BrokerConfig::default();
+            for name in order {
+                let value = if name == "listeners" {
+                    "PLAINTEXT://127.0.0.1:9000"
+                } else {
+                    "PLAINTEXT://proxy.local:9100"
+                };
+                c.set(name, value).expect("valid");
+            }
+            assert_eq!(c.listen.port(), 9000);
+            assert_eq!(
+                (c.advertised_host.as_str(), c.advertised_port),
+                ("proxy.local", 9100)
+            );
+        }
+        let mut c = BrokerConfig::default();
+        c.set("listeners", "127.0.0.1:9000").expect("valid");
+        assert_eq!(
+            c.advertised_port, 9000,
+            "advertised follows listeners by default"
+        );
     }
 
     #[test]

@@ -84,19 +84,37 @@ impl DataDirLock {
 
 /// Binds the address once without SO_REUSEPORT: this fails if any socket (another broker
 /// included) already listens there. Returns the address with the real port (for port 0).
+///
+/// Retries for a moment: after a broker is SIGKILLed the kernel releases its listening
+/// sockets only once the io_uring teardown finished (a few hundred ms), and a supervisor
+/// restarting it right away should not fail on that.
 fn check_port_free(addr: SocketAddr) -> Result<SocketAddr, ServerError> {
-    let probe = std::net::TcpListener::bind(addr)
-        .map_err(|source| ServerError::PortInUse { addr, source })?;
+    let deadline = std::time::Instant::now() + PORT_RELEASE_WAIT;
+    let probe = loop {
+        match std::net::TcpListener::bind(addr) {
+            Ok(l) => break l,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(source) => return Err(ServerError::PortInUse { addr, source }),
+        }
+    };
     probe
         .local_addr()
         .map_err(|source| ServerError::PortInUse { addr, source })
 }
 
+/// How long [`check_port_free`] waits for a port still held by a process that just died.
+const PORT_RELEASE_WAIT: Duration = Duration::from_secs(2);
+
 /// Runs the broker until SIGTERM or SIGINT.
 pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     let _lock = DataDirLock::acquire(&config.data_dir)?;
     let listen = check_port_free(config.listen)?;
-    if config.listen.port() == 0 {
+    if config.listen.port() == 0 && config.advertised_follows_listeners() {
         config.advertised_port = listen.port();
     }
     config.listen = listen;
