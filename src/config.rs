@@ -58,6 +58,8 @@ pub struct BrokerConfig {
     pub fsync_on_acks_all: bool,
     /// Topic defaults from the `log.*` broker properties.
     pub log_defaults: LogConfig,
+    /// `producer.id.expiration.ms`: an idempotent producer idle this long is forgotten.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for BrokerConfig {
@@ -80,6 +82,7 @@ impl Default for BrokerConfig {
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
             log_defaults: LogConfig::default(),
+            producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         }
     }
 }
@@ -193,6 +196,7 @@ impl BrokerConfig {
                 self.log_defaults.message_timestamp_type =
                     parse_timestamp_type(value).map_err(bad)?
             }
+            "producer.id.expiration.ms" => self.producer_id_expiration_ms = positive(value)?,
             _ => return Err(ConfigError::UnknownProperty(name.to_string())),
         }
         Ok(())

@@ -6,6 +6,7 @@
 //! the replies are merged: one round trip per shard involved. Shard 0 is the only writer of
 //! the metadata; it persists each change and then hands the new version to every shard.
 
+pub mod idempotent_append;
 pub mod messages;
 pub mod metadata;
 pub mod metadata_store;
@@ -160,10 +161,19 @@ impl Shard {
                     partition: *index,
                     source,
                 })?;
-            self.partitions.borrow_mut().insert(
-                (topic.clone(), *index),
-                Rc::new(Partition::new(topic.clone(), *index, log)),
-            );
+            let partition = Partition::new(topic.clone(), *index, log);
+            partition
+                .producers
+                .load(&partition.log, runtime::now_ms())
+                .await
+                .map_err(|source| ShardError::OpenLog {
+                    topic: topic.clone(),
+                    partition: *index,
+                    source,
+                })?;
+            self.partitions
+                .borrow_mut()
+                .insert((topic.clone(), *index), Rc::new(partition));
         }
         let gone: Vec<(PartitionKey, Rc<Partition>)> = self
             .partitions
@@ -331,14 +341,8 @@ impl Shard {
                 now_ms,
                 ..
             } => {
-                let result = p
-                    .log
-                    .append(&records, AppendOptions { durable, now_ms })
-                    .await;
-                if result.is_ok() {
-                    p.notify_append();
-                }
-                PartitionResult::Produce(result.map_err(log_error))
+                let result = p.produce(&records, AppendOptions { durable, now_ms }).await;
+                PartitionResult::Produce(result.map_err(produce_error))
             }
             PartitionOp::Fetch {
                 offset, max_bytes, ..
@@ -614,6 +618,11 @@ impl Shard {
                 if let Err(e) = p.log.checkpoint().await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "checkpoint failed");
                 }
+                p.producers
+                    .expire(now_ms, self.config.producer_id_expiration_ms);
+                if let Err(e) = p.producers.snapshot(&p.log).await {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot failed");
+                }
             }
         }
     }
@@ -624,6 +633,10 @@ impl Shard {
             p.notify_append();
             if let Err(e) = p.log.close().await {
                 tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a log failed");
+            }
+            p.producers.settle().await;
+            if let Err(e) = p.producers.snapshot(&p.log).await {
+                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot at close failed");
             }
         }
     }
@@ -639,11 +652,24 @@ pub fn log_error(e: LogError) -> PartitionError {
         LogError::DiskFull { .. } | LogError::Io { .. } | LogError::Unrecoverable { .. } => {
             ResponseError::KafkaStorageError.code()
         }
-        LogError::Closed(_) => ResponseError::NotLeaderOrFollower.code(),
+        LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
     };
     PartitionError {
         code,
         message: e.to_string(),
+    }
+}
+
+/// Maps a produce error to the Kafka error code a client expects.
+pub fn produce_error(e: idempotent_append::ProduceError) -> PartitionError {
+    match e {
+        idempotent_append::ProduceError::Log(e) => log_error(e),
+        other => PartitionError {
+            code: other
+                .kafka_code()
+                .unwrap_or(ResponseError::UnknownServerError.code()),
+            message: other.to_string(),
+        },
     }
 }
 
