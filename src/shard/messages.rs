@@ -7,6 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::metadata::ClusterMetadata;
+use super::producer_ids::{ProducerIdBlock, ProducerIdError};
 use crate::log::AppendInfo;
 
 /// A message on the mesh: a request with an id, or the reply to one.
@@ -34,6 +35,8 @@ pub enum ShardRequest {
         partitions: Vec<(String, i32, i64)>,
         timeout_ms: u64,
     },
+    /// To shard 0: reserve (durably) a block of producer ids for the asking shard.
+    AllocateProducerIdBlock,
 }
 
 pub enum ShardReply {
@@ -41,6 +44,7 @@ pub enum ShardReply {
     Applied,
     Admin(Result<Arc<ClusterMetadata>, AdminError>),
     DataAvailable(bool),
+    ProducerIdBlock(Result<ProducerIdBlock, ProducerIdError>),
 }
 
 /// One partition operation, executed by the partition's owning shard.

@@ -11,6 +11,7 @@ pub mod messages;
 pub mod metadata;
 pub mod metadata_store;
 pub mod partition;
+pub mod producer_ids;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -59,6 +60,8 @@ pub struct Shard {
     /// Shard 0 applies admin changes one at a time.
     admin_busy: Cell<bool>,
     admin_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
+    producer_ids: producer_ids::ProducerIdAllocator,
 }
 
 impl Shard {
@@ -99,6 +102,7 @@ impl Shard {
             next_request_id: Cell::new(0),
             admin_busy: Cell::new(false),
             admin_waiters: RefCell::new(Vec::new()),
+            producer_ids: producer_ids::ProducerIdAllocator::new(),
         });
         let meta = shard.metadata();
         shard.open_owned_logs(&meta).await?;
@@ -276,6 +280,9 @@ impl Shard {
                 partitions,
                 timeout_ms,
             } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms).await),
+            ShardRequest::AllocateProducerIdBlock => {
+                ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
+            }
         }
     }
 

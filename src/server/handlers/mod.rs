@@ -11,6 +11,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod fetch;
 pub mod incremental_alter_configs;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -102,6 +103,11 @@ pub const APIS: &[ApiSpec] = &[
         key: ApiKey::DescribeCluster,
         min_version: 0,
         max_version: 1,
+    },
+    ApiSpec {
+        key: ApiKey::InitProducerId,
+        min_version: 0,
+        max_version: 4,
     },
 ];
 
@@ -253,6 +259,7 @@ pub async fn dispatch(
         ApiKey::CreatePartitions => Some(create_partitions::handle(&req).await?),
         ApiKey::IncrementalAlterConfigs => Some(incremental_alter_configs::handle(&req).await?),
         ApiKey::DescribeCluster => Some(describe_cluster::handle(&req)?),
+        ApiKey::InitProducerId => Some(init_producer_id::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
     let header_version = if legacy_produce {
