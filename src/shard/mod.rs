@@ -167,8 +167,7 @@ impl Shard {
                 })?;
             let partition = Partition::new(topic.clone(), *index, log);
             partition
-                .producers
-                .load(&partition.log, runtime::now_ms())
+                .load_producers(runtime::now_ms())
                 .await
                 .map_err(|source| ShardError::OpenLog {
                     topic: topic.clone(),
@@ -637,13 +636,8 @@ impl Shard {
     /// Clean shutdown of every owned log (flush, checkpoint, clean-shutdown marker).
     pub async fn close_logs(&self) {
         for p in self.owned_partitions() {
-            p.notify_append();
-            if let Err(e) = p.log.close().await {
-                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a log failed");
-            }
-            p.producers.settle().await;
-            if let Err(e) = p.producers.snapshot(&p.log).await {
-                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot at close failed");
+            if let Err(e) = p.close().await {
+                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a partition failed");
             }
         }
     }

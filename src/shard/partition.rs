@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use super::idempotent_append::{self, ProduceError, ProducerStates};
-use crate::log::{AppendInfo, AppendOptions, Log};
+use crate::log::{AppendInfo, AppendOptions, Log, LogError};
 use crate::util::local_oneshot;
 
 /// Wakes one long-polling fetch when any of the partitions it watches gets data. The fetch
@@ -67,6 +67,20 @@ impl Partition {
             self.notify_append();
         }
         result
+    }
+
+    /// Loads the producer state (snapshot + log replay); call once after opening the log.
+    pub async fn load_producers(&self, now_ms: i64) -> Result<(), LogError> {
+        self.producers.load(&self.log, now_ms).await
+    }
+
+    /// Clean close: wakes fetchers, closes the log (flush, checkpoint, clean-shutdown marker)
+    /// and snapshots the producer state at the log end.
+    pub async fn close(&self) -> Result<(), LogError> {
+        self.notify_append();
+        self.log.close().await?;
+        self.producers.settle().await;
+        self.producers.snapshot(&self.log).await
     }
 
     /// Wakes `waker` at the next successful append (or when the partition goes away).
