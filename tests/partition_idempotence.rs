@@ -216,6 +216,19 @@ fn pipelined_batches_of_one_producer_are_group_committed() {
             let info = produce(&p, &batch(0, i, 0)).await.expect("duplicate");
             assert_eq!(info.base_offset, i64::from(i) * 2);
         }
+        // A retry sent while its original is still being written waits for the original's
+        // outcome, then gets its offset; nothing is written twice.
+        let original = {
+            let p = std::rc::Rc::clone(&p);
+            ringbroker::runtime::spawn(async move { produce(&p, &batch(0, 5, 10)).await })
+        };
+        let retry = {
+            let p = std::rc::Rc::clone(&p);
+            ringbroker::runtime::spawn(async move { produce(&p, &batch(0, 5, 10)).await })
+        };
+        assert_eq!(original.await.expect("original").base_offset, 10);
+        assert_eq!(retry.await.expect("retry").base_offset, 10);
+        assert_eq!(p.log.offsets().log_end_offset, 12);
         verify_log(&p.log, 0).await.expect("valid log");
         p.close().await.expect("close");
         let p = std::rc::Rc::try_unwrap(p)

@@ -338,6 +338,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             TYPE_BOOLEAN,
             "acks=all produce waits for an fdatasync.",
         ),
+        (
+            "producer.id.expiration.ms",
+            c.producer_id_expiration_ms.to_string(),
+            TYPE_LONG,
+            "How long an idempotent producer may stay idle before the broker forgets its sequence numbers.",
+        ),
     ];
     // The topic defaults (`log.*`, `message.max.bytes`).
     for info in TOPIC_PROPERTY_INFO {
