@@ -14,13 +14,13 @@
 use crate::protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use crate::protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use crate::protocol::messages::ProducerId;
-use crate::protocol::ResponseError;
-use bytes::Bytes;
+use crate::protocol::{Decodable, ResponseError};
+use bytes::{Buf, Bytes};
 
 use super::{HandlerError, Request};
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: InitProducerIdRequest = req.decode()?;
+    let request = decode_exact(req)?;
     let mut response = InitProducerIdResponse::default();
     response.producer_id = ProducerId(-1);
     response.producer_epoch = -1;
@@ -41,4 +41,24 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         }
     }
     req.encode(&response)
+}
+
+/// Decodes the body and requires that nothing follows it. The request is a few fixed fields
+/// with no array, so bytes left over mean the client and the broker disagree on its layout
+/// (garbage that happens to parse must not be answered as if it were a request).
+fn decode_exact(req: &Request<'_>) -> Result<InitProducerIdRequest, HandlerError> {
+    let mut body = req.frame.body.clone();
+    let decoded = InitProducerIdRequest::decode(&mut body, req.version())
+        .map_err(|e| e.to_string())
+        .and_then(|r| match body.remaining() {
+            0 => Ok(r),
+            extra => Err(format!("{extra} bytes after the end of the request")),
+        })
+        .map_err(|reason| HandlerError::Decode {
+            api: req.api,
+            version: req.version(),
+            reason,
+        });
+    req.signal_decoded(decoded.is_ok());
+    decoded
 }
