@@ -64,6 +64,8 @@ pub struct BrokerConfig {
     pub log_defaults: LogConfig,
     /// Consumer-group coordinator settings (`offsets.*`, `group.*`).
     pub group: GroupConfig,
+    /// `producer.id.expiration.ms`: an idempotent producer idle this long is forgotten.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for BrokerConfig {
@@ -88,6 +90,7 @@ impl Default for BrokerConfig {
             fsync_on_acks_all: false,
             log_defaults: LogConfig::default(),
             group: GroupConfig::default(),
+            producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         }
     }
 }
@@ -226,6 +229,7 @@ impl BrokerConfig {
             "offsets.retention.minutes" => {
                 self.group.offsets_retention_ms = positive(value)?.saturating_mul(60_000)
             }
+            "producer.id.expiration.ms" => self.producer_id_expiration_ms = positive(value)?,
             _ => return Err(ConfigError::UnknownProperty(name.to_string())),
         }
         Ok(())

@@ -7,6 +7,8 @@ pub mod alloc_guard;
 pub mod config;
 pub mod group;
 pub mod log;
+pub mod producer_snapshot;
+pub mod producer_state;
 pub mod protocol;
 pub mod runtime;
 pub mod server;

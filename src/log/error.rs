@@ -48,6 +48,10 @@ pub enum LogError {
     /// The log has been closed (shutdown in progress).
     #[error("the log in {0} is closed")]
     Closed(PathBuf),
+    /// An append was staged while truncation or close held the log (the caller did not wait
+    /// with `Log::wait_appendable`, or awaited something in between).
+    #[error("the log in {0} is being truncated or closed")]
+    Busy(PathBuf),
     /// A file in the log directory cannot be made sense of and cannot be repaired.
     #[error("cannot load {path}: {reason}")]
     Unrecoverable { path: PathBuf, reason: String },
@@ -111,6 +115,7 @@ impl LogError {
                 source: copy_io(source),
             },
             LogError::Closed(dir) => LogError::Closed(dir.clone()),
+            LogError::Busy(dir) => LogError::Busy(dir.clone()),
             LogError::Unrecoverable { path, reason } => LogError::Unrecoverable {
                 path: path.clone(),
                 reason: reason.clone(),

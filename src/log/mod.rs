@@ -28,6 +28,7 @@ pub use config::LogConfig;
 pub use error::LogError;
 pub use partition_log::{
     AppendInfo, AppendOptions, Log, LogOffsets, LogStats, ReadResult, RetentionOutcome,
+    StagedAppend,
 };
 pub use recovery::RecoveryReport;
 

@@ -53,6 +53,32 @@ pub struct AppendInfo {
     pub record_count: u64,
 }
 
+/// An append whose offsets are assigned and whose write is under way.
+pub struct StagedAppend {
+    log: Log,
+    info: AppendInfo,
+    done: local_oneshot::Receiver<Result<(), LogError>>,
+}
+
+impl StagedAppend {
+    /// The offsets the batches got (valid only if the write succeeds).
+    pub fn info(&self) -> AppendInfo {
+        self.info
+    }
+
+    /// Waits for the write (and the fsync, if asked for) of the staged batches.
+    pub async fn written(self) -> Result<AppendInfo, LogError> {
+        match self.done.await {
+            Some(Ok(())) => {
+                self.log.inner.state.borrow_mut().stats.appends += 1;
+                Ok(self.info)
+            }
+            Some(Err(e)) => Err(e),
+            None => Err(LogError::Closed(self.log.inner.dir.clone())),
+        }
+    }
+}
+
 /// Whole batches read from the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadResult {
@@ -304,6 +330,14 @@ impl Log {
         records: &[u8],
         options: AppendOptions,
     ) -> Result<AppendInfo, LogError> {
+        self.wait_appendable().await?;
+        self.stage_append(records, options)?.written().await
+    }
+
+    /// Waits until appends may be staged (no truncation or close holds the log). A caller
+    /// that must decide synchronously whether to append (idempotent producers) awaits this,
+    /// then decides and calls [`Log::stage_append`] with no `.await` in between.
+    pub async fn wait_appendable(&self) -> Result<(), LogError> {
         loop {
             let wait_idle = {
                 let mut st = self.inner.state.borrow_mut();
@@ -322,7 +356,27 @@ impl Log {
                 Some(rx) => {
                     rx.await;
                 }
-                None => break,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Validates and stages `records` now, without awaiting: offsets are assigned on return.
+    /// The write completes (or fails and is rolled back) when the returned [`StagedAppend`]
+    /// says so; appends staged meanwhile are group-committed with it. Fails with `Busy` if
+    /// called while truncation or close holds the log (see [`Log::wait_appendable`]).
+    pub fn stage_append(
+        &self,
+        records: &[u8],
+        options: AppendOptions,
+    ) -> Result<StagedAppend, LogError> {
+        {
+            let st = self.inner.state.borrow();
+            if st.closed {
+                return Err(LogError::Closed(self.inner.dir.clone()));
+            }
+            if st.exclusive {
+                return Err(LogError::Busy(self.inner.dir.clone()));
             }
         }
         let headers = validate_all(records, &self.inner.state.borrow().config)?;
@@ -341,14 +395,18 @@ impl Log {
         if start_committer {
             runtime::spawn_detached(commit::run(Rc::clone(&self.inner)));
         }
-        match rx.await {
-            Some(Ok(())) => {
-                self.inner.state.borrow_mut().stats.appends += 1;
-                Ok(info)
-            }
-            Some(Err(e)) => Err(e),
-            None => Err(LogError::Closed(self.inner.dir.clone())),
-        }
+        Ok(StagedAppend {
+            log: self.clone(),
+            info,
+            done: rx,
+        })
+    }
+
+    /// How many group-commit flights have failed so far. Every append staged before a failure
+    /// is reported failed, so an append staged under a smaller count than the current one is
+    /// doomed even if its outcome has not been delivered yet.
+    pub fn write_generation(&self) -> u64 {
+        self.inner.state.borrow().stats.failed_flights
     }
 
     /// Makes everything appended so far durable (one fdatasync, shared with any in flight).

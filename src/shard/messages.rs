@@ -7,6 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::metadata::ClusterMetadata;
+use super::producer_ids::{ProducerIdBlock, ProducerIdError};
 use crate::log::AppendInfo;
 
 /// A message on the mesh: a request with an id, or the reply to one.
@@ -36,6 +37,8 @@ pub enum ShardRequest {
     },
     /// A consumer-group call for the coordinator on this shard.
     Group(crate::group::api::Call),
+    /// To shard 0: reserve (durably) a block of producer ids for the asking shard.
+    AllocateProducerIdBlock,
 }
 
 pub enum ShardReply {
@@ -45,6 +48,7 @@ pub enum ShardReply {
     DataAvailable(bool),
     /// The coordinator's reply, or a whole-request error code.
     Group(Result<crate::group::api::Reply, i16>),
+    ProducerIdBlock(Result<ProducerIdBlock, ProducerIdError>),
 }
 
 /// One partition operation, executed by the partition's owning shard.

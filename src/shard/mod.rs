@@ -8,10 +8,12 @@
 
 pub mod group_service;
 pub mod groups;
+pub mod idempotent_append;
 pub mod messages;
 pub mod metadata;
 pub mod metadata_store;
 pub mod partition;
+pub mod producer_ids;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -62,6 +64,8 @@ pub struct Shard {
     admin_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
     /// The coordinator of the groups whose `__consumer_offsets` partitions this shard owns.
     groups: group_service::GroupService,
+    /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
+    producer_ids: producer_ids::ProducerIdAllocator,
 }
 
 impl Shard {
@@ -104,6 +108,7 @@ impl Shard {
             admin_busy: Cell::new(false),
             admin_waiters: RefCell::new(Vec::new()),
             groups: group_service::GroupService::new(config_group),
+            producer_ids: producer_ids::ProducerIdAllocator::new(),
         });
         let meta = shard.metadata();
         shard.open_owned_logs(&meta).await?;
@@ -167,10 +172,18 @@ impl Shard {
                     partition: *index,
                     source,
                 })?;
-            self.partitions.borrow_mut().insert(
-                (topic.clone(), *index),
-                Rc::new(Partition::new(topic.clone(), *index, log)),
-            );
+            let partition = Partition::new(topic.clone(), *index, log);
+            partition
+                .load_producers(runtime::now_ms())
+                .await
+                .map_err(|source| ShardError::OpenLog {
+                    topic: topic.clone(),
+                    partition: *index,
+                    source,
+                })?;
+            self.partitions
+                .borrow_mut()
+                .insert((topic.clone(), *index), Rc::new(partition));
         }
         let gone: Vec<(PartitionKey, Rc<Partition>)> = self
             .partitions
@@ -274,6 +287,9 @@ impl Shard {
                 timeout_ms,
             } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms).await),
             ShardRequest::Group(call) => ShardReply::Group(self.run_group_call(call).await),
+            ShardRequest::AllocateProducerIdBlock => {
+                ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
+            }
         }
     }
 
@@ -339,14 +355,8 @@ impl Shard {
                 now_ms,
                 ..
             } => {
-                let result = p
-                    .log
-                    .append(&records, AppendOptions { durable, now_ms })
-                    .await;
-                if result.is_ok() {
-                    p.notify_append();
-                }
-                PartitionResult::Produce(result.map_err(log_error))
+                let result = p.produce(&records, AppendOptions { durable, now_ms }).await;
+                PartitionResult::Produce(result.map_err(produce_error))
             }
             PartitionOp::Fetch {
                 offset, max_bytes, ..
@@ -635,6 +645,11 @@ impl Shard {
                 if let Err(e) = p.log.checkpoint().await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "checkpoint failed");
                 }
+                p.producers
+                    .expire(now_ms, self.config.producer_id_expiration_ms);
+                if let Err(e) = p.producers.snapshot(&p.log).await {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot failed");
+                }
             }
         }
     }
@@ -642,9 +657,8 @@ impl Shard {
     /// Clean shutdown of every owned log (flush, checkpoint, clean-shutdown marker).
     pub async fn close_logs(&self) {
         for p in self.owned_partitions() {
-            p.notify_append();
-            if let Err(e) = p.log.close().await {
-                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a log failed");
+            if let Err(e) = p.close().await {
+                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a partition failed");
             }
         }
     }
@@ -660,11 +674,24 @@ pub fn log_error(e: LogError) -> PartitionError {
         LogError::DiskFull { .. } | LogError::Io { .. } | LogError::Unrecoverable { .. } => {
             ResponseError::KafkaStorageError.code()
         }
-        LogError::Closed(_) => ResponseError::NotLeaderOrFollower.code(),
+        LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
     };
     PartitionError {
         code,
         message: e.to_string(),
+    }
+}
+
+/// Maps a produce error to the Kafka error code a client expects.
+pub fn produce_error(e: idempotent_append::ProduceError) -> PartitionError {
+    match e {
+        idempotent_append::ProduceError::Log(e) => log_error(e),
+        other => PartitionError {
+            code: other
+                .kafka_code()
+                .unwrap_or(ResponseError::UnknownServerError.code()),
+            message: other.to_string(),
+        },
     }
 }
 

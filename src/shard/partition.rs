@@ -1,9 +1,11 @@
-//! A partition as its owning shard holds it: the log plus the fetchers waiting for new data.
+//! A partition as its owning shard holds it: the log, its idempotent producers, and the
+//! fetchers waiting for new data.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use crate::log::Log;
+use super::idempotent_append::{self, ProduceError, ProducerStates};
+use crate::log::{AppendInfo, AppendOptions, Log, LogError};
 use crate::util::local_oneshot;
 
 /// Wakes one long-polling fetch when any of the partitions it watches gets data. The fetch
@@ -36,6 +38,8 @@ pub struct Partition {
     pub topic: String,
     pub index: i32,
     pub log: Log,
+    /// Producer ids, epochs and sequences of idempotent producers writing here.
+    pub producers: Rc<ProducerStates>,
     /// Long-polling fetchers waiting for the next append.
     waiters: RefCell<Vec<Weak<AppendWaker>>>,
 }
@@ -46,8 +50,37 @@ impl Partition {
             topic,
             index,
             log,
+            producers: ProducerStates::new(),
             waiters: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Appends a producer's batches: idempotent ones are checked against their producer's
+    /// sequence (a duplicate gets its original offsets, nothing is written). Wakes fetchers.
+    pub async fn produce(
+        &self,
+        records: &[u8],
+        options: AppendOptions,
+    ) -> Result<AppendInfo, ProduceError> {
+        let result = idempotent_append::append(&self.producers, &self.log, records, options).await;
+        if result.is_ok() {
+            self.notify_append();
+        }
+        result
+    }
+
+    /// Loads the producer state (snapshot + log replay); call once after opening the log.
+    pub async fn load_producers(&self, now_ms: i64) -> Result<(), LogError> {
+        self.producers.load(&self.log, now_ms).await
+    }
+
+    /// Clean close: wakes fetchers, closes the log (flush, checkpoint, clean-shutdown marker)
+    /// and snapshots the producer state at the log end.
+    pub async fn close(&self) -> Result<(), LogError> {
+        self.notify_append();
+        self.log.close().await?;
+        self.producers.settle().await;
+        self.producers.snapshot(&self.log).await
     }
 
     /// Wakes `waker` at the next successful append (or when the partition goes away).

@@ -82,6 +82,24 @@ pub fn seq_batch(first_seq: u64, value_lens: &[usize], timestamp: i64) -> Vec<u8
     b.build().to_vec()
 }
 
+/// As [`seq_batch`], from an idempotent producer: `producer_id`, `epoch` and the producer
+/// sequence number of the first record (`base_sequence`).
+pub fn producer_seq_batch(
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+    first_seq: u64,
+    value_lens: &[usize],
+    timestamp: i64,
+) -> Vec<u8> {
+    let mut b = BatchBuilder::new(timestamp).producer(producer_id, epoch, base_sequence);
+    for (i, len) in value_lens.iter().enumerate() {
+        let v = encode_value(first_seq + i as u64, *len);
+        b.push(None, Some(&v), timestamp + i as i64, &[]);
+    }
+    b.build().to_vec()
+}
+
 /// A batch of `count` small records, sequence numbers from `first_seq`, all with timestamps
 /// `timestamp_of(seq)`.
 pub fn seq_batch_ts(

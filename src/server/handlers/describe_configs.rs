@@ -374,6 +374,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             TYPE_INT,
             "Most members one group may have.",
         ),
+        (
+            "producer.id.expiration.ms",
+            c.producer_id_expiration_ms.to_string(),
+            TYPE_LONG,
+            "How long an idempotent producer may stay idle before the broker forgets its sequence numbers.",
+        ),
     ];
     // The topic defaults (`log.*`, `message.max.bytes`).
     for info in TOPIC_PROPERTY_INFO {

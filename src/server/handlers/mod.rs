@@ -15,6 +15,7 @@ pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
 pub mod incremental_alter_configs;
+pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -173,6 +174,11 @@ pub const APIS: &[ApiSpec] = &[
         key: ApiKey::OffsetDelete,
         min_version: 0,
         max_version: 0,
+    },
+    ApiSpec {
+        key: ApiKey::InitProducerId,
+        min_version: 0,
+        max_version: 4,
     },
 ];
 
@@ -352,6 +358,7 @@ pub async fn dispatch(
         ApiKey::DescribeGroups => Some(describe_groups::handle(&req).await?),
         ApiKey::DeleteGroups => Some(delete_groups::handle(&req).await?),
         ApiKey::OffsetDelete => Some(offset_delete::handle(&req).await?),
+        ApiKey::InitProducerId => Some(init_producer_id::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
     let header_version = if legacy_produce {

@@ -1,0 +1,425 @@
+//! Idempotent producers against the real broker binary, over raw Kafka requests:
+//! InitProducerId hands out distinct ids (never reused, across a clean restart and a kill -9),
+//! a resent batch is answered with its original offset and stored once, gaps and stale epochs
+//! are refused, and deduplication survives both kinds of restart. Every wait is bounded.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
+use kafka_protocol::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use kafka_protocol::messages::list_offsets_response::ListOffsetsResponse;
+use kafka_protocol::messages::produce_request::{
+    PartitionProduceData, ProduceRequest, TopicProduceData,
+};
+use kafka_protocol::messages::produce_response::ProduceResponse;
+use kafka_protocol::messages::{
+    ApiKey, ProducerId, RequestHeader, ResponseHeader, TopicName, TransactionalId,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use ringbroker::protocol::batch_builder::BatchBuilder;
+use ringbroker::protocol::record_batch::{
+    compute_crc, ATTRIBUTES_OFFSET, CRC_OFFSET, TRANSACTIONAL_FLAG_MASK,
+};
+
+const NONE: i16 = 0;
+const INVALID_REQUEST: i16 = 42;
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const INVALID_TXN_STATE: i16 = 48;
+const INVALID_RECORD: i16 = 87;
+
+const TOPIC: &str = "idem";
+/// Bound on every wait of this file (start, connect, each response, shutdown).
+const WAIT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------------------------
+// The broker process
+
+struct Broker {
+    child: Option<Child>,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Broker {
+    fn start() -> Broker {
+        let mut broker = Broker {
+            child: None,
+            addr: ([127, 0, 0, 1], 0).into(),
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        broker.spawn();
+        broker
+    }
+
+    fn spawn(&mut self) {
+        self.addr = ([127, 0, 0, 1], free_port()).into();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("broker.log"))
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+            .arg("serve")
+            .arg("--listen")
+            .arg(self.addr.to_string())
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--shards")
+            .arg("2")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn the broker");
+        self.child = Some(child);
+        self.wait_until_listening();
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
+    }
+
+    fn wait_until_listening(&mut self) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("the broker exited at start ({status}):\n{}", self.log());
+            }
+            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the broker did not listen on {} within {WAIT:?}:\n{}",
+                self.addr,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// SIGTERM, then wait (bounded) for the exit status; `None` if it had to be killed.
+    fn terminate(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => break,
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
+    /// A clean stop (SIGTERM, exit 0) and a start over the same data.
+    fn restart_clean(&mut self) {
+        let status = self.terminate();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "the broker did not stop cleanly ({status:?}):\n{}",
+            self.log()
+        );
+        self.spawn();
+    }
+
+    /// kill -9 and a start over the same data.
+    fn restart_killed(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("SIGKILL the broker");
+            child.wait().expect("reap the broker");
+        }
+        self.spawn();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let status = self.terminate();
+        if std::thread::panicking() {
+            eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+// ---------------------------------------------------------------------------------------------
+// A blocking Kafka client: one request at a time
+
+struct Client {
+    stream: TcpStream,
+    next_correlation: i32,
+}
+
+impl Client {
+    fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to the broker");
+        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
+        stream.set_write_timeout(Some(WAIT)).expect("write timeout");
+        stream.set_nodelay(true).expect("nodelay");
+        Client {
+            stream,
+            next_correlation: 1,
+        }
+    }
+
+    fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Resp {
+        let correlation = self.next_correlation;
+        self.next_correlation += 1;
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = correlation;
+        header.client_id = Some(StrBytes::from_static_str("server_idempotence"));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, key.request_header_version(version))
+            .expect("encode the request header");
+        request
+            .encode(&mut body, version)
+            .unwrap_or_else(|e| panic!("encode {key:?} v{version}: {e}"));
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).expect("send the request");
+
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
+        let size = i32::from_be_bytes(size);
+        assert!(
+            (0..64 << 20).contains(&size),
+            "implausible response size {size}"
+        );
+        let mut buf = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut buf)
+            .expect("read the response body");
+        let mut buf = Bytes::from(buf);
+        let header = ResponseHeader::decode(&mut buf, key.response_header_version(version))
+            .expect("decode the response header");
+        assert_eq!(header.correlation_id, correlation, "{key:?} v{version}");
+        let response = Resp::decode(&mut buf, version)
+            .unwrap_or_else(|e| panic!("decode the {key:?} v{version} response: {e}"));
+        assert!(buf.is_empty(), "bytes left after the {key:?} response");
+        response
+    }
+
+    fn create_topic(&mut self, name: &str, partitions: i32) {
+        let mut topic = CreatableTopic::default();
+        topic.name = TopicName(StrBytes::from_string(name.to_string()));
+        topic.num_partitions = partitions;
+        topic.replication_factor = 1;
+        let mut req = CreateTopicsRequest::default();
+        req.topics = vec![topic];
+        req.timeout_ms = 5000;
+        let resp: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 7, &req);
+        assert_eq!(resp.topics[0].error_code, NONE, "create {name}");
+    }
+
+    /// InitProducerId: (error code, producer id, epoch).
+    fn init_producer_id(
+        &mut self,
+        version: i16,
+        transactional_id: Option<&str>,
+        current: Option<(i64, i16)>,
+    ) -> (i16, i64, i16) {
+        let mut req = InitProducerIdRequest::default();
+        req.transactional_id =
+            transactional_id.map(|t| TransactionalId(StrBytes::from_string(t.to_string())));
+        req.transaction_timeout_ms = 60_000;
+        let (pid, epoch) = current.unwrap_or((-1, -1));
+        req.producer_id = ProducerId(pid);
+        req.producer_epoch = epoch;
+        let resp: InitProducerIdResponse = self.call(ApiKey::InitProducerId, version, &req);
+        (resp.error_code, resp.producer_id.0, resp.producer_epoch)
+    }
+
+    /// Produce v9, acks=all, `records` to partition 0: (error code, base offset).
+    fn produce(&mut self, records: Bytes) -> (i16, i64) {
+        let mut p = PartitionProduceData::default();
+        p.index = 0;
+        p.records = Some(records);
+        let mut t = TopicProduceData::default();
+        t.name = TopicName(StrBytes::from_static_str(TOPIC));
+        t.partition_data = vec![p];
+        let mut req = ProduceRequest::default();
+        req.acks = -1;
+        req.timeout_ms = 5000;
+        req.topic_data = vec![t];
+        let resp: ProduceResponse = self.call(ApiKey::Produce, 9, &req);
+        let p = &resp.responses[0].partition_responses[0];
+        (p.error_code, p.base_offset)
+    }
+
+    /// ListOffsets v7 latest of partition 0: the log end offset.
+    fn log_end(&mut self) -> i64 {
+        let mut p = ListOffsetsPartition::default();
+        p.partition_index = 0;
+        p.timestamp = -1;
+        let mut t = ListOffsetsTopic::default();
+        t.name = TopicName(StrBytes::from_static_str(TOPIC));
+        t.partitions = vec![p];
+        let mut req = ListOffsetsRequest::default();
+        req.replica_id = kafka_protocol::messages::BrokerId(-1);
+        req.topics = vec![t];
+        let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, 7, &req);
+        let p = &resp.topics[0].partitions[0];
+        assert_eq!(p.error_code, NONE);
+        p.offset
+    }
+}
+
+/// An idempotent batch of `count` records.
+fn batch(producer_id: i64, epoch: i16, base_sequence: i32, count: usize) -> Bytes {
+    let mut b = BatchBuilder::new(1_700_000_000_000).producer(producer_id, epoch, base_sequence);
+    for i in 0..count {
+        let v = format!(
+            "pid {producer_id} epoch {epoch} seq {}",
+            base_sequence + i as i32
+        );
+        b.push(None, Some(v.as_bytes()), 1_700_000_000_000 + i as i64, &[]);
+    }
+    b.build()
+}
+
+/// The same batch flagged transactional (CRC recomputed).
+fn transactional(batch: &Bytes) -> Bytes {
+    let mut bytes = batch.to_vec();
+    bytes[ATTRIBUTES_OFFSET + 1] |= TRANSACTIONAL_FLAG_MASK as u8;
+    let crc = compute_crc(&bytes);
+    bytes[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(bytes)
+}
+
+/// Ids from several connections (they land on either shard) and every version.
+fn new_ids(broker: &Broker, count: usize) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for i in 0..count {
+        let mut c = broker.client();
+        let version = (i % 5) as i16;
+        let (code, id, epoch) = c.init_producer_id(version, None, None);
+        assert_eq!((code, epoch), (NONE, 0), "InitProducerId v{version}");
+        assert!(id >= 0);
+        ids.push(id);
+    }
+    ids
+}
+
+#[test]
+fn idempotent_produce_survives_clean_and_killed_restarts() {
+    let mut broker = Broker::start();
+    broker.client().create_topic(TOPIC, 2);
+
+    let mut handed_out = new_ids(&broker, 12);
+    let mut sorted = handed_out.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), handed_out.len(), "ids repeat: {handed_out:?}");
+
+    let mut c = broker.client();
+    // KIP-360: an idempotent producer that sends its current id and epoch gets a fresh id.
+    let pid = handed_out[0];
+    let (code, fresh, epoch) = c.init_producer_id(4, None, Some((pid, 0)));
+    assert_eq!((code, epoch), (NONE, 0));
+    assert!(!handed_out.contains(&fresh));
+    handed_out.push(fresh);
+    // Transactions are not supported.
+    let (code, id, _) = c.init_producer_id(4, Some("txn-1"), None);
+    assert_eq!((code, id), (INVALID_REQUEST, -1));
+
+    // Dedup of a resent batch.
+    assert_eq!(c.produce(batch(pid, 0, 0, 3)), (NONE, 0));
+    assert_eq!(c.produce(batch(pid, 0, 0, 3)), (NONE, 0));
+    assert_eq!(c.log_end(), 3, "the duplicate was not written");
+    assert_eq!(c.produce(batch(pid, 0, 3, 2)), (NONE, 3));
+    // A gap, a stale epoch, and what an idempotent produce may not carry.
+    assert_eq!(
+        c.produce(batch(pid, 0, 10, 1)).0,
+        OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
+    assert_eq!(c.produce(batch(pid, 1, 0, 2)), (NONE, 5));
+    assert_eq!(c.produce(batch(pid, 0, 5, 1)).0, INVALID_PRODUCER_EPOCH);
+    let mut two = batch(pid, 1, 2, 1).to_vec();
+    two.extend_from_slice(&batch(pid, 1, 3, 1));
+    assert_eq!(c.produce(Bytes::from(two)).0, INVALID_RECORD);
+    assert_eq!(
+        c.produce(transactional(&batch(pid, 1, 2, 1))).0,
+        INVALID_TXN_STATE
+    );
+    assert_eq!(c.log_end(), 7);
+    drop(c);
+
+    // Clean restart: the last batch is still a duplicate at its original offset.
+    broker.restart_clean();
+    let mut c = broker.client();
+    assert_eq!(c.produce(batch(pid, 1, 0, 2)), (NONE, 5));
+    assert_eq!(c.produce(batch(pid, 0, 5, 1)).0, INVALID_PRODUCER_EPOCH);
+    assert_eq!(c.log_end(), 7);
+    let after_clean = new_ids(&broker, 6);
+    let max_before = handed_out.iter().copied().max().unwrap_or(-1);
+    assert!(
+        after_clean.iter().all(|id| *id > max_before),
+        "ids after a restart {after_clean:?} must exceed {max_before}"
+    );
+    handed_out.extend(after_clean);
+
+    // kill -9 right after an acknowledged batch: still deduplicated after recovery.
+    assert_eq!(c.produce(batch(pid, 1, 2, 4)), (NONE, 7));
+    drop(c);
+    broker.restart_killed();
+    let mut c = broker.client();
+    assert_eq!(c.produce(batch(pid, 1, 2, 4)), (NONE, 7));
+    assert_eq!(c.log_end(), 11);
+    assert_eq!(
+        c.produce(batch(pid, 1, 7, 1)).0,
+        OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
+    assert_eq!(c.produce(batch(pid, 1, 6, 1)), (NONE, 11));
+    let after_kill = new_ids(&broker, 6);
+    let max_before = handed_out.iter().copied().max().unwrap_or(-1);
+    assert!(
+        after_kill.iter().all(|id| *id > max_before),
+        "ids after kill -9 {after_kill:?} must exceed {max_before}"
+    );
+}
