@@ -269,7 +269,11 @@ def main():
     state = State(args.state)
     B = args.bootstrap
 
-    versions = common.api_versions(B)
+    try:
+        versions = common.api_versions(B)
+    except Exception as e:  # noqa: BLE001
+        rep.fail("ApiVersions probe", f"{type(e).__name__}: {e}")
+        rep.finish()
     needed = {k: v for k, v in common.GROUP_APIS.items() if k != common.API_OFFSET_DELETE}  # not used here
     missing = common.missing_apis(versions, needed)
     force = bool(os.environ.get("INTEROP_FORCE_GROUPS"))
@@ -283,6 +287,10 @@ def main():
         rep.finish()
     if missing:
         print(f"== groups_confluent: INTEROP_FORCE_GROUPS: running without {', '.join(missing)}", flush=True)
+    elif not coordinator_ready():
+        for what in checks:
+            rep.fail(what, "skipped: the group coordinator did not answer (see the preflight FAIL)")
+        rep.finish()
     if args.phase == "before":
         rep.run("before", before)
     else:
@@ -304,6 +312,42 @@ AFTER_CHECKS = [
 
 def admin():
     return AdminClient({"bootstrap.servers": B, "socket.timeout.ms": 10000})
+
+
+def preflight(argv):
+    """`preflight BOOTSTRAP SECONDS`: FindCoordinator + OffsetFetch for an unknown group through
+    list_consumer_group_offsets, retried while it fails; prints `ok` or the last error."""
+    global B
+    B, timeout = argv[0], float(argv[1])
+    a = admin()
+    last = "no answer"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            group_offsets(a, "interop-preflight-group", "none")
+            print("ok", flush=True)
+            return
+        except Exception as e:  # noqa: BLE001
+            last = f"{type(e).__name__}: {e}"
+            time.sleep(0.5)
+    print(last, flush=True)
+
+
+def coordinator_ready(timeout=30):
+    """Preflight, in a child process (a client crash on a malformed answer becomes a FAIL line,
+    not a dead script): the group coordinator must answer, so a broken coordinator costs one
+    bounded wait instead of one per check."""
+    what = "preflight: the group coordinator answers OffsetFetch for a new group (list_consumer_group_offsets)"
+    try:
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "preflight", B, str(timeout)],
+                           capture_output=True, text=True, timeout=timeout + 20)
+    except subprocess.TimeoutExpired:
+        return rep.check(False, what, f"the probe hung for {timeout + 20}s")
+    out = [line for line in r.stdout.splitlines() if line.strip()]
+    if r.returncode < 0:
+        return rep.check(False, what, f"confluent-kafka crashed ({signal.Signals(-r.returncode).name}) on the broker's "
+                                      f"answer; last lines of its log: {r.stderr.splitlines()[-2:]}")
+    return rep.check(out[-1:] == ["ok"], what, f"not within {timeout}s: {out[-1:] or r.stderr[-300:]}")
 
 
 def group_offsets(a, group, topic):
@@ -722,6 +766,8 @@ def on_term(*_):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         worker(sys.argv[2:])
+    elif sys.argv[1:2] == ["preflight"]:
+        preflight(sys.argv[2:])
     else:
         signal.signal(signal.SIGTERM, on_term)
         main()

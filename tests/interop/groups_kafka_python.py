@@ -130,6 +130,29 @@ def group_offsets(a, group, topic):
     return {tp.partition: o.offset for tp, o in r.items() if tp.topic == topic and o.offset >= 0}
 
 
+def coordinator_ready(timeout=30):
+    """Preflight: FindCoordinator + OffsetFetch for an unknown group must answer (retried), so a
+    broken coordinator costs one bounded wait instead of one per check."""
+    a = admin()
+    last = [None]
+
+    def probe():
+        try:
+            group_offsets(a, "interop-preflight-group", "none")
+            return True
+        except Exception as e:  # noqa: BLE001
+            last[0] = f"{type(e).__name__}: {e}"
+            time.sleep(0.5)
+            return False
+
+    try:
+        return rep.check(common.wait_until(probe, timeout, 0.1),
+                         "preflight: the group coordinator answers OffsetFetch for a new group",
+                         f"not within {timeout}s: {last[0]}")
+    finally:
+        a.close()
+
+
 # ---------------------------------------------------------------- before
 
 class Member(threading.Thread):
@@ -373,12 +396,20 @@ def main():
     rep = Reporter("groups_kafka_python")
     state = State(args.state)
     B = args.bootstrap
-    versions = common.api_versions(B)
+    try:
+        versions = common.api_versions(B)
+    except Exception as e:  # noqa: BLE001
+        rep.fail("ApiVersions probe", f"{type(e).__name__}: {e}")
+        rep.finish()
     needed = {k: v for k, v in common.GROUP_APIS.items() if k != common.API_OFFSET_DELETE}  # checked where used
     missing = common.missing_apis(versions, needed)
     if missing and not os.environ.get("INTEROP_FORCE_GROUPS"):
         for what in (BEFORE_CHECKS if args.phase == "before" else AFTER_CHECKS):
             rep.fail(what, f"group APIs not in ApiVersions: {', '.join(missing)}")
+        rep.finish()
+    if not missing and not coordinator_ready():
+        for what in (BEFORE_CHECKS if args.phase == "before" else AFTER_CHECKS):
+            rep.fail(what, "skipped: the group coordinator did not answer (see the preflight FAIL)")
         rep.finish()
     if args.phase == "before":
         rep.run("before", before)
