@@ -74,9 +74,10 @@ T_START=$(date +%s) # the suite's own time, without the build
 # the first was accepted (and never starts a broker).
 BROKER_SETS=()
 knows_property() {
+  local out
   mkdir -p "$WORK/probe"
-  timeout 5 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/probe" --set "$1" --set probe-end 2>&1 |
-    grep -q 'probe-end'
+  out=$(timeout 5 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/probe" --set "$1" --set probe-end 2>&1)
+  [[ $out == *probe-end* ]]
 }
 GROUP_SESSION_MS=6000 # Kafka's default group.min.session.timeout.ms
 for prop in group.initial.rebalance.delay.ms=200 group.min.session.timeout.ms=1000; do
