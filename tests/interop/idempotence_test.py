@@ -53,7 +53,7 @@ ap.add_argument("--only", default="", help="comma-separated scenario names to ru
 ap.add_argument("--rdkafka-debug", default="", help="librdkafka debug contexts for the producers (e.g. eos,protocol)")
 args = ap.parse_args()
 T = 15.0
-FLUSH_S = 90.0  # bound for a producer's flush (message.timeout.ms is 60 s)
+FLUSH_S = 60.0  # bound for a producer's flush (message.timeout.ms is 45 s)
 
 
 class InfoReporter(Reporter):
@@ -236,7 +236,7 @@ def confluent_producer(idempotent=True):
         "acks": "all",
         "retries": 2147483647,
         "max.in.flight.requests.per.connection": 5,
-        "message.timeout.ms": 60000,
+        "message.timeout.ms": 45000,
         "linger.ms": 5,
         "batch.size": 16384,
         "retry.backoff.ms": 20,
@@ -355,7 +355,7 @@ def kafka_python_scenario():
     before = proxy.stats()
     t0 = time.monotonic()
     p = KafkaProducer(bootstrap_servers=via_proxy, client_id="interop-idem-kp", linger_ms=5, batch_size=16384,
-                      delivery_timeout_ms=60000, request_timeout_ms=10000, retry_backoff_ms=20,
+                      delivery_timeout_ms=45000, request_timeout_ms=10000, retry_backoff_ms=20,
                       reconnect_backoff_ms=20, reconnect_backoff_max_ms=500, max_block_ms=60000)
     try:
         rep.check(p.config["enable_idempotence"] and p.config["acks"] in (-1, "all"),

@@ -310,7 +310,7 @@ stop_broker "final stop"
 
 # Idempotent producers through a connection-cutting proxy, with broker restarts: the script starts
 # and stops its own broker (data in $WORK/idem-data, logs $WORK/broker-idem-N.*, checked below).
-run_client idempotence 240 python3 "$HERE/idempotence_test.py" --bin "$BIN" --work "$WORK"
+run_client idempotence 300 python3 "$HERE/idempotence_test.py" --bin "$BIN" --work "$WORK"
 check_no_panic
 summary
 [ "$FAILED" -eq 0 ]
