@@ -29,6 +29,31 @@ API_ALTER_CONFIGS = 33
 API_CREATE_PARTITIONS = 37
 API_INCREMENTAL_ALTER_CONFIGS = 44
 API_DESCRIBE_CLUSTER = 60
+# Consumer groups (groups_confluent.py, groups_kafka_python.py).
+API_OFFSET_COMMIT = 8
+API_OFFSET_FETCH = 9
+API_FIND_COORDINATOR = 10
+API_JOIN_GROUP = 11
+API_HEARTBEAT = 12
+API_LEAVE_GROUP = 13
+API_SYNC_GROUP = 14
+API_DESCRIBE_GROUPS = 15
+API_LIST_GROUPS = 16
+API_DELETE_GROUPS = 42
+API_OFFSET_DELETE = 47
+GROUP_APIS = {
+    API_OFFSET_COMMIT: "OffsetCommit",
+    API_OFFSET_FETCH: "OffsetFetch",
+    API_FIND_COORDINATOR: "FindCoordinator",
+    API_JOIN_GROUP: "JoinGroup",
+    API_HEARTBEAT: "Heartbeat",
+    API_LEAVE_GROUP: "LeaveGroup",
+    API_SYNC_GROUP: "SyncGroup",
+    API_DESCRIBE_GROUPS: "DescribeGroups",
+    API_LIST_GROUPS: "ListGroups",
+    API_DELETE_GROUPS: "DeleteGroups",
+    API_OFFSET_DELETE: "OffsetDelete",
+}
 
 API_NAMES = {
     API_DELETE_TOPICS: "DeleteTopics",
@@ -138,6 +163,17 @@ def api_versions(bootstrap, timeout=10.0):
         k, lo, hi = struct.unpack(">hhh", resp[10 + 6 * i : 16 + 6 * i])
         out[k] = (lo, hi)
     return out
+
+
+def missing_apis(versions, keys):
+    """`Name (key)` for each of `keys` (a {key: name} dict) that ApiVersions did not list."""
+    return [f"{name} ({k})" for k, name in sorted(keys.items()) if k not in versions]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def wait_until(fn, timeout, interval=0.1):

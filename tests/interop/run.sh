@@ -9,9 +9,11 @@
 # Starts a broker (2 shards) on a free loopback port with a temp data dir, checks that a second
 # broker on the same data dir or port is refused, runs each client's `before` phase, restarts
 # the broker (SIGTERM must exit 0) and runs each client's `after` phase (all data intact), then
-# stops it again. Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero
-# on any failure. Needs kcat and python3 with confluent-kafka, kafka-python, lz4, python-snappy,
-# zstandard (.ci/run installs them).
+# stops it again. The consumer-group scripts (groups_*.py) run in the same before/after phases;
+# idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy.
+# Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
+# Needs kcat and python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard
+# (.ci/run installs them).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -65,6 +67,27 @@ fi
 [ -x "$BIN" ] || { fail "no broker binary at $BIN"; summary; exit 1; }
 T_START=$(date +%s) # the suite's own time, without the build
 
+# ---------------------------------------------------------------- broker properties for the group tests
+# Short group timings keep the consumer-group scripts fast. Each property is passed only if this
+# binary accepts it: `serve` checks its --set properties in order and exits 2 on the first bad one
+# before it binds anything, so with a malformed second --set it complains about that one only if
+# the first was accepted (and never starts a broker).
+BROKER_SETS=()
+knows_property() {
+  local out
+  mkdir -p "$WORK/probe"
+  out=$(timeout 5 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/probe" --set "$1" --set probe-end 2>&1)
+  [[ $out == *probe-end* ]]
+}
+GROUP_SESSION_MS=6000 # Kafka's default group.min.session.timeout.ms
+for prop in group.initial.rebalance.delay.ms=200 group.min.session.timeout.ms=1000; do
+  if knows_property "$prop"; then
+    BROKER_SETS+=(--set "$prop")
+    [ "$prop" = group.min.session.timeout.ms=1000 ] && GROUP_SESSION_MS=3000
+  fi
+done
+echo "== interop: broker properties:${BROKER_SETS[*]:- none}; group session.timeout.ms=$GROUP_SESSION_MS"
+
 # ---------------------------------------------------------------- broker control
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -78,7 +101,8 @@ can_connect() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # was accepted (the line is the readiness signal scripts wait for).
 start_broker() {
   local port=$1 dir=$2 log=$WORK/$3 i
-  "$BIN" serve --listen "127.0.0.1:$port" --data-dir "$dir" --shards 2 >"$log.out" 2>"$log.err" &
+  "$BIN" serve --listen "127.0.0.1:$port" --data-dir "$dir" --shards 2 ${BROKER_SETS[@]+"${BROKER_SETS[@]}"} \
+    >"$log.out" 2>"$log.err" &
   LAST_PID=$!
   READY_AT_LINE=0
   for i in $(seq 1 1000); do
@@ -247,6 +271,11 @@ fi
 run_client kcat-before 90 bash "$HERE/kcat.sh" "$B" before "$STATE"
 run_client confluent-kafka-before 120 python3 "$HERE/confluent_kafka_test.py" --bootstrap "$B" --phase before --state "$STATE/confluent.json"
 run_client kafka-python-before 120 python3 "$HERE/kafka_python_test.py" --bootstrap "$B" --phase before --state "$STATE/kafka_python.json"
+# Consumer groups (fail fast with FAIL lines while the broker does not advertise the group APIs).
+run_client groups-confluent-before 150 python3 "$HERE/groups_confluent.py" --bootstrap "$B" --phase before \
+  --state "$STATE/groups_confluent.json" --session-timeout-ms "$GROUP_SESSION_MS"
+run_client groups-kafka-python-before 120 python3 "$HERE/groups_kafka_python.py" --bootstrap "$B" --phase before \
+  --state "$STATE/groups_kafka_python.json" --session-timeout-ms "$GROUP_SESSION_MS"
 
 # Restart on the same port and data dir while a client still holds an (idle) connection, as
 # clients that reconnect in a loop do: the new broker must be able to bind the port again.
@@ -272,8 +301,16 @@ B=127.0.0.1:$PORT
 run_client kcat-after 60 bash "$HERE/kcat.sh" "$B" after "$STATE"
 run_client confluent-kafka-after 90 python3 "$HERE/confluent_kafka_test.py" --bootstrap "$B" --phase after --state "$STATE/confluent.json"
 run_client kafka-python-after 90 python3 "$HERE/kafka_python_test.py" --bootstrap "$B" --phase after --state "$STATE/kafka_python.json"
+run_client groups-confluent-after 90 python3 "$HERE/groups_confluent.py" --bootstrap "$B" --phase after \
+  --state "$STATE/groups_confluent.json" --session-timeout-ms "$GROUP_SESSION_MS"
+run_client groups-kafka-python-after 90 python3 "$HERE/groups_kafka_python.py" --bootstrap "$B" --phase after \
+  --state "$STATE/groups_kafka_python.json" --session-timeout-ms "$GROUP_SESSION_MS"
 
 stop_broker "final stop"
+
+# Idempotent producers through a connection-cutting proxy, with broker restarts: the script starts
+# and stops its own broker (data in $WORK/idem-data, logs $WORK/broker-idem-N.*, checked below).
+run_client idempotence 300 python3 "$HERE/idempotence_test.py" --bin "$BIN" --work "$WORK"
 check_no_panic
 summary
 [ "$FAILED" -eq 0 ]
