@@ -3,7 +3,10 @@
 //! - [`runtime`]: the only module that touches glommio (shards, mesh, timers, files)
 //! - [`protocol`]: the Kafka wire formats (record batches for now)
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
+//! - [`client`]: the project's own Kafka client; [`bench`]: the `ringbroker bench` load generator
 pub mod alloc_guard;
+pub mod bench;
+pub mod client;
 pub mod config;
 pub mod group;
 pub mod log;

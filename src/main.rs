@@ -33,6 +33,14 @@ enum Command {
     /// Inspect partition logs on disk.
     #[command(subcommand)]
     Log(LogCommand),
+    /// Load generator: produce, consume or both against any Kafka-compatible broker, with
+    /// HDR latency percentiles (see README "Load generation: ringbroker bench").
+    ///
+    /// Examples:
+    ///   ringbroker bench produce --bootstrap 127.0.0.1:9092 --records 1000000 --out results/
+    ///   ringbroker bench e2e --rate 50000 --duration 60s --warmup 10s --compression lz4
+    #[command(subcommand)]
+    Bench(ringbroker::bench::BenchCommand),
 }
 
 #[derive(clap::Args)]
@@ -87,6 +95,17 @@ fn main() -> ExitCode {
                     ExitCode::from(1)
                 }
             },
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Bench(command) => match ringbroker::bench::main(command) {
+            Ok(outcome) if ringbroker::bench::report::errors(&outcome).is_empty() => {
+                ExitCode::SUCCESS
+            }
+            // The run completed but some records failed: the table says which errors.
+            Ok(_) => ExitCode::from(1),
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::from(2)

@@ -1,0 +1,23 @@
+//! The project's own Kafka client: plain Kafka protocol over blocking sockets and threads, so
+//! it works against any Kafka-compatible broker. Used by `ringbroker bench`.
+//!
+//! - [`cluster`]: bootstrap, ApiVersions negotiation ([`versions`]), metadata ([`metadata`]),
+//!   one [`connection`] per broker (pipelined, correlation ids), admin calls
+//! - [`producer`]: batching per partition ([`accumulator`]), [`compression`], acks, retries,
+//!   idempotence
+//! - [`consumer`]: assigned partitions, pipelined fetches, batch decoding
+pub mod accumulator;
+pub mod cluster;
+pub mod compression;
+pub mod connection;
+pub mod consumer;
+pub mod error;
+pub mod metadata;
+pub mod producer;
+pub mod versions;
+
+pub use cluster::{ClientConfig, Cluster};
+pub use compression::Compression;
+pub use consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetSpec};
+pub use error::{ClientError, ClientResult, KafkaCode};
+pub use producer::{DeliveryResult, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
