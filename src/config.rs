@@ -160,7 +160,7 @@ impl BrokerConfig {
             }
         };
         match name {
-            "node.id" | "broker.id" => self.node_id = int(value)? as i32,
+            "node.id" | "broker.id" => self.node_id = narrow(int(value)?).map_err(bad)?,
             "listeners" => {
                 self.listen = parse_listener(value).map_err(bad)?;
                 if !self.advertised_explicit {
@@ -183,7 +183,7 @@ impl BrokerConfig {
             }
             "num.shards" => self.shards = positive(value)? as usize,
             "ringbroker.pin.shards" => self.pin_shards = boolean(value)?,
-            "num.partitions" => self.num_partitions = positive(value)? as i32,
+            "num.partitions" => self.num_partitions = narrow(positive(value)?).map_err(bad)?,
             "auto.create.topics.enable" => self.auto_create_topics = boolean(value)?,
             "message.max.bytes" => {
                 self.message_max_bytes = positive(value)? as usize;
@@ -196,13 +196,19 @@ impl BrokerConfig {
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
             "log.segment.bytes" => self.log_defaults.segment_bytes = positive(value)? as u64,
             "log.roll.ms" => self.log_defaults.segment_ms = positive(value)?,
-            "log.roll.hours" => self.log_defaults.segment_ms = positive(value)? * 3_600_000,
+            "log.roll.hours" => {
+                self.log_defaults.segment_ms = scale(positive(value)?, 3_600_000).map_err(bad)?
+            }
             "log.retention.ms" => self.log_defaults.retention_ms = int(value)?,
-            "log.retention.minutes" => self.log_defaults.retention_ms = int(value)? * 60_000,
-            "log.retention.hours" => self.log_defaults.retention_ms = int(value)? * 3_600_000,
+            "log.retention.minutes" => {
+                self.log_defaults.retention_ms = scale(int(value)?, 60_000).map_err(bad)?
+            }
+            "log.retention.hours" => {
+                self.log_defaults.retention_ms = scale(int(value)?, 3_600_000).map_err(bad)?
+            }
             "log.retention.bytes" => self.log_defaults.retention_bytes = int(value)?,
             "log.index.interval.bytes" => {
-                self.log_defaults.index_interval_bytes = positive(value)? as u32
+                self.log_defaults.index_interval_bytes = narrow(positive(value)?).map_err(bad)?
             }
             "log.flush.interval.messages" => {
                 self.log_defaults.flush_messages = positive(value)? as u64
@@ -285,7 +291,9 @@ pub fn set_topic_property(c: &mut LogConfig, name: &str, value: &str) -> Result<
         "segment.ms" => c.segment_ms = at_least(value, 1)?,
         "retention.ms" => c.retention_ms = at_least(value, -1)?,
         "retention.bytes" => c.retention_bytes = at_least(value, -1)?,
-        "index.interval.bytes" => c.index_interval_bytes = at_least(value, 0)? as u32,
+        "index.interval.bytes" => {
+            c.index_interval_bytes = narrow(at_least(value, 0)?).map_err(bad)?
+        }
         "flush.messages" => c.flush_messages = at_least(value, 1)? as u64,
         "flush.ms" => c.flush_ms = at_least(value, 0)?,
         "max.message.bytes" => c.max_message_bytes = at_least(value, 0)? as usize,
@@ -324,6 +332,18 @@ pub fn topic_property_value(c: &LogConfig, name: &str) -> Option<String> {
         "cleanup.policy" => "delete".to_string(),
         _ => return None,
     })
+}
+
+/// `n` in a narrower integer type; a cast would wrap a large value into a wrong (even
+/// negative) one.
+fn narrow<T: TryFrom<i64>>(n: i64) -> Result<T, String> {
+    T::try_from(n).map_err(|_| format!("out of range: {n}"))
+}
+
+/// `n` units of `factor` ms (hours, minutes to ms) without overflow.
+fn scale(n: i64, factor: i64) -> Result<i64, String> {
+    n.checked_mul(factor)
+        .ok_or_else(|| format!("{n} is too large"))
 }
 
 fn non_negative_i32(n: i64) -> Result<i32, String> {
@@ -394,6 +414,29 @@ fn flatten(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzz/fuzz_targets/config.rs: `hours * 3_600_000` overflowed (a panic with
+    /// overflow checks, a wrapped retention without), and `as i32` made 2^31 partitions -2^31.
+    #[test]
+    fn huge_values_are_rejected_not_wrapped() {
+        let mut c = BrokerConfig::default();
+        for (name, value) in [
+            ("log.retention.hours", "9999999999999"),
+            ("log.retention.minutes", "-9999999999999999"),
+            ("log.roll.hours", "9223372036854775807"),
+            ("num.partitions", "2147483648"),
+            ("node.id", "4294967297"),
+            ("log.index.interval.bytes", "4294967296"),
+        ] {
+            assert!(
+                matches!(c.set(name, value), Err(ConfigError::BadValue { .. })),
+                "{name}={value}"
+            );
+        }
+        assert_eq!(c.num_partitions, 1);
+        let mut log = LogConfig::default();
+        assert!(set_topic_property(&mut log, "index.interval.bytes", "4294967296").is_err());
+    }
 
     #[test]
     fn toml_with_quoted_and_dotted_keys() {
