@@ -88,6 +88,18 @@ pub struct BenchArgs {
     /// No live progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// ringbroker's metrics endpoint (host:port), read before and after the run to print the
+    /// broker's latency breakdown; default: the first bootstrap host, port 9644; `none` skips.
+    #[arg(long)]
+    pub broker_metrics: Option<String>,
+}
+
+impl BenchCommand {
+    pub fn args(&self) -> &BenchArgs {
+        match self {
+            BenchCommand::Produce(a) | BenchCommand::Consume(a) | BenchCommand::E2e(a) => a,
+        }
+    }
 }
 
 impl BenchArgs {

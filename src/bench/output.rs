@@ -46,3 +46,14 @@ pub fn write_all(o: &Outcome, dir: &Path) -> Result<(), BenchError> {
     write("results.json", &json)?;
     Ok(())
 }
+
+/// Writes the broker's breakdown next to the client's results.
+pub fn write_broker_breakdown(dir: &Path, breakdown: &serde_json::Value) -> Result<(), BenchError> {
+    let path = dir.join("broker_breakdown.json");
+    let text = serde_json::to_string_pretty(breakdown)
+        .map_err(|e| BenchError::Config(format!("broker_breakdown.json: {e}")))?;
+    std::fs::write(&path, text).map_err(|source| BenchError::Io {
+        what: format!("write {}", path.display()),
+        source,
+    })
+}
