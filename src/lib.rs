@@ -3,10 +3,12 @@
 //! - [`runtime`]: the only module that touches glommio (shards, mesh, timers, files)
 //! - [`protocol`]: the Kafka wire formats (record batches for now)
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
+//! - [`metrics`]: per-shard latency and request metrics, the Prometheus endpoint
 pub mod alloc_guard;
 pub mod config;
 pub mod group;
 pub mod log;
+pub mod metrics;
 pub mod producer_snapshot;
 pub mod producer_state;
 pub mod protocol;

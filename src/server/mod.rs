@@ -189,8 +189,14 @@ async fn shard_main(
     shard.ensure_offsets_topic().await;
     let listener =
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let metrics_listener = crate::metrics::endpoint::bind(shard.id, &shard.config)
+        .await
+        .map_err(|e| e.to_string())?;
     ready.shard_bound();
     let shutdown = Rc::new(ShutdownSignal::new());
+    if let Some(l) = metrics_listener {
+        crate::metrics::endpoint::spawn(l, Rc::clone(&shard), Rc::clone(&shutdown));
+    }
     let connections = Rc::new(std::cell::Cell::new(0usize));
 
     let accept_task = {
