@@ -254,6 +254,13 @@ fn metrics_endpoint_tracks_a_produce_and_fetch_load() {
         &[("api", "Produce"), ("quantile", "0.99")]
     ));
     assert_eq!(
+        after.sum(
+            "ringbroker_request_handle_latency_seconds_count",
+            &[("api", "Produce")]
+        ),
+        (PRODUCES + 1) as f64
+    );
+    assert_eq!(
         after.sum("ringbroker_requests_total", &[("api", "Fetch")]),
         2.0
     );
@@ -272,7 +279,7 @@ fn metrics_endpoint_tracks_a_produce_and_fetch_load() {
     // Every stage of a produce saw it: two partitions on two shards, so one is a hop away,
     // and acks=all with ringbroker.acks.all.fsync syncs.
     for stage in [
-        "queue", "decode", "handle", "hop", "append", "fsync", "acks", "encode", "write",
+        "queue", "decode", "hop", "append", "fsync", "acks", "encode", "write",
     ] {
         let count = after.sum(
             "ringbroker_stage_latency_seconds_count",
@@ -324,6 +331,7 @@ fn metrics_endpoint_tracks_a_produce_and_fetch_load() {
     assert_eq!(json["shards"], 2);
     assert_eq!(json["apis"]["Produce"]["count"], PRODUCES + 1);
     assert_eq!(json["apis"]["Produce"]["partition_errors"], 1);
+    assert_eq!(json["apis"]["Produce"]["handle"]["count"], PRODUCES + 1);
     let append = &json["stages"]["append"];
     assert!(append["count"].as_u64().expect("count") >= PRODUCES as u64);
     for stage in json["stages"].as_object().expect("stages").values() {

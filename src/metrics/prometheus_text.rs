@@ -63,6 +63,23 @@ pub fn render(shards: &[ShardMetrics]) -> String {
         }
     }
 
+    out.family(
+        "ringbroker_request_handle_latency_seconds",
+        "summary",
+        "Handler started to response framed, per API (the handler's whole work).",
+    );
+    for s in shards {
+        let shard = shard_label(s);
+        for (api, stats) in s.registry.apis() {
+            let api = format!("{api:?}");
+            out.summary(
+                "ringbroker_request_handle_latency_seconds",
+                &[("shard", &shard), ("api", &api)],
+                &stats.handle,
+            );
+        }
+    }
+
     type ApiValue = fn(&ApiStats) -> u64;
     let per_api: [(&str, &str, ApiValue); 4] = [
         ("ringbroker_requests_total", "Requests completed.", |a| {

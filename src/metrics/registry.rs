@@ -20,8 +20,6 @@ pub enum Stage {
     Queue,
     /// Task started → body decoded (known API and version, body parsed).
     Decode,
-    /// Task started → response framed (the handler's whole work, `decode` included).
-    Handle,
     /// Request sent to another shard over the mesh → its reply received (includes the work
     /// done there).
     Hop,
@@ -40,10 +38,9 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 9] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Queue,
         Stage::Decode,
-        Stage::Handle,
         Stage::Hop,
         Stage::Append,
         Stage::Fsync,
@@ -56,7 +53,6 @@ impl Stage {
         match self {
             Stage::Queue => "queue",
             Stage::Decode => "decode",
-            Stage::Handle => "handle",
             Stage::Hop => "hop",
             Stage::Append => "append",
             Stage::Fsync => "fsync",
@@ -80,6 +76,10 @@ pub struct ApiStats {
     pub bytes_out: u64,
     /// Frame read → response written.
     pub latency: Latency,
+    /// Handler started → response framed: the handler's whole work (decode, hops, appends,
+    /// acks, encode; a Fetch's long-poll wait). Per API because it is what differs most
+    /// between APIs.
+    pub handle: Latency,
     /// Partition-level error codes returned, by code.
     pub partition_errors: BTreeMap<i16, u64>,
 }
@@ -155,6 +155,12 @@ impl Registry {
         stats.latency.record(done.elapsed);
     }
 
+    pub fn record_handle(&mut self, api_key: i16, elapsed: Duration) {
+        if let Some(stats) = self.api_mut(api_key) {
+            stats.handle.record(elapsed);
+        }
+    }
+
     pub fn record_partition_error(&mut self, api: ApiKey, code: i16) {
         if let Some(stats) = self.api_mut(api as i16) {
             *stats.partition_errors.entry(code).or_default() += 1;
@@ -173,6 +179,7 @@ impl Registry {
             mine.bytes_in += theirs.bytes_in;
             mine.bytes_out += theirs.bytes_out;
             mine.latency.merge(&theirs.latency);
+            mine.handle.merge(&theirs.handle);
             for (code, n) in &theirs.partition_errors {
                 *mine.partition_errors.entry(*code).or_default() += n;
             }
@@ -216,6 +223,15 @@ pub fn record_request(done: RequestDone) {
     with_registry(|r| r.record_request(done));
 }
 
+/// Records a handler's time; unknown keys are not counted here (their request is).
+pub fn record_handle(api_key: i16, elapsed: Duration) {
+    with_registry(|r| {
+        if ApiKey::try_from(api_key).is_ok() {
+            r.record_handle(api_key, elapsed);
+        }
+    });
+}
+
 pub fn record_partition_error(api: ApiKey, code: i16) {
     with_registry(|r| r.record_partition_error(api, code));
 }
@@ -257,6 +273,7 @@ mod tests {
         r.record_request(done(ApiKey::Fetch as i16, false));
         r.record_request(done(31_000, false));
         r.record_partition_error(ApiKey::Produce, 3);
+        r.record_handle(ApiKey::Produce as i16, Duration::from_micros(90));
         r.record_stage(Stage::Append, Duration::from_micros(10));
         let apis: Vec<(ApiKey, &ApiStats)> = r.apis().collect();
         assert_eq!(apis.len(), 2);
@@ -266,6 +283,7 @@ mod tests {
         assert_eq!((produce.bytes_in, produce.bytes_out), (200, 80));
         assert_eq!(produce.latency.count(), 2);
         assert_eq!(produce.partition_errors.get(&3), Some(&1));
+        assert_eq!(produce.handle.count(), 1);
         assert_eq!(r.unknown_api_requests, 1);
         assert_eq!(r.stage(Stage::Append).count(), 1);
         assert_eq!(r.stage(Stage::Fsync).count(), 0);

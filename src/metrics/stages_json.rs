@@ -16,8 +16,8 @@ pub const CONTENT_TYPE: &str = "application/json";
 pub struct StagesReport {
     /// Shards merged into this report.
     pub shards: usize,
-    /// Per stage (`queue`, `decode`, `handle`, `hop`, `append`, `fsync`, `acks`, `encode`,
-    /// `write`), every stage present even when empty.
+    /// Per stage (`queue`, `decode`, `hop`, `append`, `fsync`, `acks`, `encode`, `write`),
+    /// every stage present even when empty.
     pub stages: BTreeMap<&'static str, LatencySummary>,
     /// Per API seen (`Produce`, `Fetch`, ...): whole-request latency and counters.
     pub apis: BTreeMap<String, ApiSummary>,
@@ -50,8 +50,11 @@ impl LatencySummary {
 
 #[derive(Debug, Serialize)]
 pub struct ApiSummary {
+    /// Whole-request latency.
     #[serde(flatten)]
     pub latency: LatencySummary,
+    /// The handler's share of it.
+    pub handle: LatencySummary,
     pub failed: u64,
     pub partition_errors: u64,
     pub bytes_in: u64,
@@ -76,6 +79,7 @@ pub fn report(shards: &[ShardMetrics]) -> StagesReport {
                     format!("{api:?}"),
                     ApiSummary {
                         latency: LatencySummary::of(&stats.latency),
+                        handle: LatencySummary::of(&stats.handle),
                         failed: stats.failed,
                         partition_errors: stats.partition_errors.values().sum(),
                         bytes_in: stats.bytes_in,

@@ -172,7 +172,7 @@ pub async fn serve(
             let started = Instant::now();
             metrics::record_stage(Stage::Queue, started.saturating_duration_since(read_at));
             let response = handlers::dispatch(&task_shard, &request, &task_peer, decoded_tx).await;
-            metrics::record_stage(Stage::Handle, started.elapsed());
+            metrics::record_handle(api_key, started.elapsed());
             response
         });
         if tx
