@@ -357,3 +357,40 @@ fn metrics_endpoint_refuses_bad_requests_and_keeps_serving() {
     assert_eq!(status, 200);
     assert!(body.contains("ringbroker_connections_open"));
 }
+
+#[test]
+fn a_taken_metrics_port_is_skipped_by_default_and_fatal_when_configured() {
+    // The default address: held here (or already by another broker), the broker starts
+    // without metrics.
+    let held = std::net::TcpListener::bind("127.0.0.1:9644");
+    let broker = Broker::start(&[]);
+    if held.is_ok() {
+        assert_eq!(broker.metrics_addr, None);
+    }
+    broker.stop_cleanly();
+
+    // A configured address that is taken: the broker refuses to start and says why.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--shards",
+            "2",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .arg("--set")
+        .arg(format!("ringbroker.metrics.listen=127.0.0.1:{port}"))
+        .output()
+        .expect("run the broker");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot serve metrics on 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+}

@@ -37,43 +37,56 @@ pub enum EndpointError {
     },
 }
 
-/// Binds the endpoint if this is shard 0 and metrics are enabled, and prints
-/// `metrics on ADDR` (the real port when 0 was asked for). A busy default port is logged and
-/// skipped; a configured one is an error.
-pub async fn bind(
-    shard_id: usize,
-    config: &BrokerConfig,
-) -> Result<Option<TcpListener>, EndpointError> {
-    let Some(addr) = config.metrics_listen.filter(|_| shard_id == 0) else {
+/// Checks before the shards start that the metrics address is free, and resolves port 0 to
+/// a real port. Returns the address shard 0 will bind, or `None` when metrics are off or the
+/// default address is taken (logged: another broker on the machine holds it). A configured
+/// address that stays taken is an error, so the broker does not start.
+pub fn reserve(config: &BrokerConfig) -> Result<Option<SocketAddr>, EndpointError> {
+    let Some(addr) = config.metrics_listen else {
         return Ok(None);
     };
     let started = std::time::Instant::now();
-    let listener = loop {
-        match TcpListener::bind_exclusive(addr) {
-            Ok(l) => break l,
+    loop {
+        match std::net::TcpListener::bind(addr).and_then(|probe| probe.local_addr()) {
+            Ok(bound) => return Ok(Some(bound)),
+            // Only a configured address is worth waiting for (a killed predecessor's port is
+            // released a moment after it dies); the default one is often held by another
+            // broker on the machine, and every start would pay the wait.
             Err(e)
                 if e.kind() == std::io::ErrorKind::AddrInUse
+                    && config.metrics_listen_explicit
                     && started.elapsed() < PORT_RELEASE_WAIT =>
             {
-                runtime::sleep(Duration::from_millis(50)).await;
+                std::thread::sleep(Duration::from_millis(50));
             }
             Err(source) if !config.metrics_listen_explicit => {
-                tracing::warn!(%addr, error = %source, "metrics endpoint not started: the default metrics address is not free (set ringbroker.metrics.listen)");
+                tracing::warn!(%addr, error = %source, "metrics endpoint not started: the default metrics address is taken (set ringbroker.metrics.listen)");
                 return Ok(None);
             }
             Err(source) => return Err(EndpointError::Bind { addr, source }),
         }
+    }
+}
+
+/// Binds the endpoint on shard 0 (the address [`reserve`] checked) and prints
+/// `metrics on ADDR`. Failing here (the port was taken since) costs the metrics, not the
+/// broker: the shard logs it and serves Kafka without them.
+pub fn bind(shard_id: usize, config: &BrokerConfig) -> Option<TcpListener> {
+    let addr = config.metrics_listen.filter(|_| shard_id == 0)?;
+    let listener = match TcpListener::bind_exclusive(addr) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(%addr, error = %e, "metrics endpoint not started");
+            return None;
+        }
     };
-    let bound = listener
-        .local_addr()
-        .map_err(|source| EndpointError::Bind { addr, source })?;
     {
         use std::io::Write;
-        println!("metrics on {bound}");
+        println!("metrics on {addr}");
         let _ = std::io::stdout().flush();
     }
-    tracing::info!(addr = %bound, "metrics endpoint listening");
-    Ok(Some(listener))
+    tracing::info!(%addr, "metrics endpoint listening");
+    Some(listener)
 }
 
 /// Serves scrapes until shutdown.
