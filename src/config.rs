@@ -28,6 +28,13 @@ pub enum ConfigError {
     BadValue { name: String, reason: String },
 }
 
+/// Where the metrics endpoint listens unless `ringbroker.metrics.listen` says otherwise
+/// (Redpanda's admin port).
+pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    9644,
+));
+
 /// Everything the broker process is configured with.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -66,6 +73,11 @@ pub struct BrokerConfig {
     pub group: GroupConfig,
     /// `producer.id.expiration.ms`: an idempotent producer idle this long is forgotten.
     pub producer_id_expiration_ms: i64,
+    /// `ringbroker.metrics.listen`: where shard 0 serves `GET /metrics`; `None` disables it.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Whether `ringbroker.metrics.listen` was set. The default address is best effort (a
+    /// busy port is logged and the broker runs without metrics); a chosen one must bind.
+    pub metrics_listen_explicit: bool,
 }
 
 impl Default for BrokerConfig {
@@ -91,6 +103,8 @@ impl Default for BrokerConfig {
             log_defaults: LogConfig::default(),
             group: GroupConfig::default(),
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            metrics_listen: Some(DEFAULT_METRICS_LISTEN),
+            metrics_listen_explicit: false,
         }
     }
 }
@@ -194,6 +208,13 @@ impl BrokerConfig {
                 self.connection_max_inflight_bytes = positive(value)? as usize
             }
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
+            "ringbroker.metrics.listen" => {
+                self.metrics_listen = match value.trim() {
+                    "" | "none" => None,
+                    v => Some(parse_listener(v).map_err(bad)?),
+                };
+                self.metrics_listen_explicit = true;
+            }
             "log.segment.bytes" => self.log_defaults.segment_bytes = positive(value)? as u64,
             "log.roll.ms" => self.log_defaults.segment_ms = positive(value)?,
             "log.roll.hours" => {
@@ -497,6 +518,24 @@ mod tests {
         assert!(e.to_string().contains("must be positive"), "{e}");
         assert!(c.apply_toml("not toml = = 1").is_err());
         assert!(c.set("listeners", "nonsense").is_err());
+    }
+
+    #[test]
+    fn metrics_listen_defaults_can_move_or_be_disabled() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.metrics_listen, Some(DEFAULT_METRICS_LISTEN));
+        assert!(!c.metrics_listen_explicit);
+        let mut c = BrokerConfig::default();
+        c.apply_toml("ringbroker.metrics.listen = \"0.0.0.0:9999\"")
+            .expect("valid");
+        assert_eq!(c.metrics_listen, Some(([0, 0, 0, 0], 9999).into()));
+        assert!(c.metrics_listen_explicit);
+        for off in ["none", ""] {
+            let mut c = BrokerConfig::default();
+            c.set("ringbroker.metrics.listen", off).expect("valid");
+            assert_eq!(c.metrics_listen, None, "{off:?}");
+        }
+        assert!(c.set("ringbroker.metrics.listen", "nonsense").is_err());
     }
 
     #[test]

@@ -4,12 +4,14 @@
 //! - [`protocol`]: the Kafka wire formats (record batches for now)
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
 //! - [`client`]: the project's own Kafka client; [`bench`]: the `ringbroker bench` load generator
+//! - [`metrics`]: per-shard latency and request metrics, the Prometheus endpoint
 pub mod alloc_guard;
 pub mod bench;
 pub mod client;
 pub mod config;
 pub mod group;
 pub mod log;
+pub mod metrics;
 pub mod producer_snapshot;
 pub mod producer_state;
 pub mod protocol;

@@ -367,6 +367,24 @@ impl TcpListener {
         Ok(TcpListener { inner })
     }
 
+    /// Binds for one shard alone (SO_REUSEADDR only): a second listener on the address, in
+    /// this process or another, fails with `AddrInUse` instead of sharing the connections.
+    /// For endpoints a single shard serves (metrics).
+    pub fn bind_exclusive(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        socket.set_reuse_address(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(128)?;
+        // SAFETY: the descriptor is a bound, listening TCP socket that we own and hand over.
+        let inner = unsafe { glommio::net::TcpListener::from_raw_fd(socket.into_raw_fd()) };
+        Ok(TcpListener { inner })
+    }
+
     pub async fn accept(&self) -> io::Result<TcpStream> {
         let stream = self.inner.accept().await?;
         stream.set_nodelay(true)?;

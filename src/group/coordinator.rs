@@ -422,6 +422,19 @@ impl GroupCoordinator {
         records
     }
 
+    /// Every committed offset held: (group, topic, partition, offset). Read-only, for the
+    /// consumer-lag metrics.
+    pub fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
+        self.groups
+            .values()
+            .flat_map(|g| {
+                g.offsets
+                    .iter()
+                    .map(|((topic, p), v)| (g.id.clone(), topic.clone(), *p, v.offset))
+            })
+            .collect()
+    }
+
     // ---- shared helpers ----
 
     pub(super) fn partition_of(&self, group_id: &str) -> i32 {

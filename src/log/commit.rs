@@ -12,12 +12,14 @@
 
 use std::path::Path;
 use std::rc::Rc;
+use std::time::Instant;
 
 use super::error::LogError;
 use super::partition_log::{AppendWaiter, LogInner, LogState, PendingWrite};
 use super::policy;
 use super::recovery::remove_segment_files;
 use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
+use crate::metrics::registry::{record_stage, Stage};
 use crate::runtime;
 
 /// What one flight does to one segment.
@@ -67,7 +69,7 @@ pub(super) async fn run(inner: Rc<LogInner>) {
         let mut waiters = Vec::new();
         let result = execute(&inner, flight, &mut waiters).await;
         match result {
-            Ok((marks, fsyncs)) => {
+            Ok((marks, fsyncs, data_written)) => {
                 let mut st = inner.state.borrow_mut();
                 for (base, mark, index_len, time_len, sealed) in marks {
                     if let Some(seg) = st.segment_mut(base) {
@@ -85,7 +87,15 @@ pub(super) async fn run(inner: Rc<LogInner>) {
                     st.recovery_point = st.recovery_point.max(end_offset);
                 }
                 drop(st);
+                let acked = Instant::now();
                 for w in waiters {
+                    if let Some(staged_at) = w.staged_at {
+                        record_stage(
+                            Stage::Append,
+                            data_written.saturating_duration_since(staged_at),
+                        );
+                        record_stage(Stage::Acks, acked.saturating_duration_since(data_written));
+                    }
                     w.done.send(Ok(()));
                 }
             }
@@ -176,11 +186,19 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
 /// (segment base, its written mark, index entries persisted, time entries persisted, sealed)
 type Written = Vec<(i64, SegmentMark, usize, usize, bool)>;
 
+/// Every fdatasync of the committer goes through here, to be timed.
+async fn timed_fdatasync(file: &runtime::File) -> std::io::Result<()> {
+    let started = Instant::now();
+    let result = file.fdatasync().await;
+    record_stage(Stage::Fsync, started.elapsed());
+    result
+}
+
 async fn execute(
     inner: &LogInner,
     flight: Flight,
     waiters_out: &mut Vec<AppendWaiter>,
-) -> Result<(Written, u64), LogError> {
+) -> Result<(Written, u64, Instant), LogError> {
     let dir: &Path = &inner.dir;
     let Flight {
         writes,
@@ -224,6 +242,8 @@ async fn execute(
             created = true;
         }
     }
+    // The batches are in the files (page cache); what follows is index tails and fsyncs.
+    let data_written = Instant::now();
     start_write_behind(inner, &segments, sync);
     let mut written = Vec::with_capacity(segments.len());
     let mut fsyncs = 0;
@@ -247,26 +267,18 @@ async fn execute(
         }
         if seg.seal {
             fsyncs += 3;
-            files
-                .log
-                .fdatasync()
+            timed_fdatasync(&files.log)
                 .await
                 .map_err(err("syncing a segment"))?;
-            files
-                .index
-                .fdatasync()
+            timed_fdatasync(&files.index)
                 .await
                 .map_err(err("syncing an index"))?;
-            files
-                .time_index
-                .fdatasync()
+            timed_fdatasync(&files.time_index)
                 .await
                 .map_err(err("syncing a time index"))?;
         } else if sync {
             fsyncs += 1;
-            files
-                .log
-                .fdatasync()
+            timed_fdatasync(&files.log)
                 .await
                 .map_err(err("syncing a segment"))?;
         }
@@ -283,7 +295,7 @@ async fn execute(
             .await
             .map_err(err("syncing the log directory"))?;
     }
-    Ok((written, fsyncs))
+    Ok((written, fsyncs, data_written))
 }
 
 /// Creates the files of a new segment and hands them to the in-memory segment.

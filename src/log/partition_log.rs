@@ -130,6 +130,8 @@ pub(super) struct PendingWrite {
 pub(super) struct AppendWaiter {
     pub durable: bool,
     pub done: local_oneshot::Sender<Result<(), LogError>>,
+    /// When the batch was staged (the start of the `append` stage); `None` for a flush.
+    pub staged_at: Option<std::time::Instant>,
 }
 
 pub(super) struct LogState {
@@ -387,6 +389,7 @@ impl Log {
             st.waiters.push(AppendWaiter {
                 durable: options.durable,
                 done: tx,
+                staged_at: Some(std::time::Instant::now()),
             });
             let start = !st.committing;
             st.committing = true;
@@ -423,6 +426,7 @@ impl Log {
             st.waiters.push(AppendWaiter {
                 durable: true,
                 done: tx,
+                staged_at: None,
             });
             let start = !st.committing && !st.exclusive;
             if start {

@@ -3,11 +3,13 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_lite::AsyncWriteExt;
 
 use super::handlers::{self, HandlerError};
+use crate::metrics::registry::{self as metrics, RequestDone, Stage};
 use crate::protocol::frame::{read_frame, FrameError};
 use crate::protocol::header::RequestFrame;
 use crate::runtime::{self, Task, TcpStream};
@@ -59,7 +61,17 @@ impl ByteBudget {
     }
 }
 
-type Pending = (Task<Result<Option<Bytes>, HandlerError>>, usize, i16, i16);
+/// A request's task, its frame size, API key and version, and when its frame was read.
+type Pending = (
+    Task<Result<Option<Bytes>, HandlerError>>,
+    usize,
+    i16,
+    i16,
+    Instant,
+);
+
+/// Bytes of the length prefix in front of every frame (counted in the byte metrics).
+const LENGTH_PREFIX: usize = 4;
 
 /// Serves one connection until the client closes it, it misbehaves, or shutdown.
 pub async fn serve(
@@ -68,6 +80,7 @@ pub async fn serve(
     peer: String,
     shutdown: Rc<ShutdownSignal>,
 ) {
+    metrics::connection_accepted();
     let (mut reader, mut writer) = futures_lite::io::split(stream);
     // Shared with every request task (group members record it as their client host).
     let request_peer: Rc<str> = Rc::from(peer.as_str());
@@ -78,18 +91,40 @@ pub async fn serve(
     let writer_budget = Rc::clone(&budget);
     let writer_peer = peer.clone();
     let writer_task = runtime::spawn(async move {
-        while let Some((task, size, api_key, version)) = rx.recv().await {
+        while let Some((task, size, api_key, version, read_at)) = rx.recv().await {
             let outcome = task.await;
             writer_budget.release(size);
+            let mut done = RequestDone {
+                api_key,
+                bytes_in: size + LENGTH_PREFIX,
+                bytes_out: 0,
+                elapsed: Duration::ZERO,
+                failed: false,
+            };
             match outcome {
                 Ok(Some(bytes)) => {
-                    if let Err(e) = writer.write_all(&bytes).await {
+                    let write_started = Instant::now();
+                    let written = writer.write_all(&bytes).await;
+                    // One clock read for both: each costs tens of ns on some VMs.
+                    let write_done = Instant::now();
+                    metrics::record_stage(Stage::Write, write_done - write_started);
+                    done.bytes_out = bytes.len();
+                    done.failed = written.is_err();
+                    done.elapsed = write_done - read_at;
+                    metrics::record_request(done);
+                    if let Err(e) = written {
                         tracing::debug!(peer = %writer_peer, error = %e, "client went away");
                         break;
                     }
                 }
-                Ok(None) => {}
+                Ok(None) => {
+                    done.elapsed = read_at.elapsed();
+                    metrics::record_request(done);
+                }
                 Err(e) => {
+                    done.failed = true;
+                    done.elapsed = read_at.elapsed();
+                    metrics::record_request(done);
                     tracing::warn!(peer = %writer_peer, api_key, version, error = %e, "closing connection");
                     break;
                 }
@@ -121,6 +156,7 @@ pub async fn serve(
                 break;
             }
         };
+        let read_at = Instant::now();
         let size = frame.len();
         let request = match RequestFrame::parse(frame) {
             Ok(r) => r,
@@ -135,9 +171,17 @@ pub async fn serve(
         let task_peer = Rc::clone(&request_peer);
         let (decoded_tx, decoded_rx) = local_oneshot::channel();
         let task = runtime::spawn(async move {
-            handlers::dispatch(&task_shard, &request, &task_peer, decoded_tx).await
+            let started = Instant::now();
+            metrics::record_stage(Stage::Queue, started.saturating_duration_since(read_at));
+            let response = handlers::dispatch(&task_shard, &request, &task_peer, decoded_tx).await;
+            metrics::record_handle(api_key, started.elapsed());
+            response
         });
-        if tx.send((task, size, api_key, version)).await.is_err() {
+        if tx
+            .send((task, size, api_key, version, read_at))
+            .await
+            .is_err()
+        {
             break;
         }
         // Decoding is synchronous at the start of each handler, so this waits only for the
@@ -149,4 +193,5 @@ pub async fn serve(
     }
     drop(tx);
     writer_task.await;
+    metrics::connection_closed();
 }

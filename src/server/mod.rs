@@ -40,6 +40,8 @@ pub enum ServerError {
     Signals(std::io::Error),
     #[error(transparent)]
     Runtime(#[from] runtime::RuntimeError),
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::endpoint::EndpointError),
     #[error("shard {shard} failed: {reason}")]
     Shard { shard: usize, reason: String },
 }
@@ -118,6 +120,7 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         config.advertised_port = listen.port();
     }
     config.listen = listen;
+    config.metrics_listen = crate::metrics::endpoint::reserve(&config)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(ServerError::Signals)?;
@@ -189,8 +192,12 @@ async fn shard_main(
     shard.ensure_offsets_topic().await;
     let listener =
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let metrics_listener = crate::metrics::endpoint::bind(shard.id, &shard.config);
     ready.shard_bound();
     let shutdown = Rc::new(ShutdownSignal::new());
+    if let Some(l) = metrics_listener {
+        crate::metrics::endpoint::spawn(l, Rc::clone(&shard), Rc::clone(&shutdown));
+    }
     let connections = Rc::new(std::cell::Cell::new(0usize));
 
     let accept_task = {

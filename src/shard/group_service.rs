@@ -69,6 +69,13 @@ impl GroupService {
     }
 }
 
+impl GroupService {
+    /// The committed offsets of the groups coordinated here (for metrics).
+    pub fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
+        self.coordinator.borrow().committed_offsets()
+    }
+}
+
 impl Shard {
     /// Runs a call on this shard's coordinator and waits for its reply (which may come after
     /// a rebalance completes or an append finishes).

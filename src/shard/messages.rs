@@ -39,6 +39,8 @@ pub enum ShardRequest {
     Group(crate::group::api::Call),
     /// To shard 0: reserve (durably) a block of producer ids for the asking shard.
     AllocateProducerIdBlock,
+    /// This shard's metrics report (a scrape of the metrics endpoint).
+    Metrics,
 }
 
 pub enum ShardReply {
@@ -49,6 +51,8 @@ pub enum ShardReply {
     /// The coordinator's reply, or a whole-request error code.
     Group(Result<crate::group::api::Reply, i16>),
     ProducerIdBlock(Result<ProducerIdBlock, ProducerIdError>),
+    /// Boxed: a report holds histograms and would make every mesh message large.
+    Metrics(Box<crate::metrics::snapshot::ShardMetrics>),
 }
 
 /// One partition operation, executed by the partition's owning shard.

@@ -12,6 +12,7 @@ pub mod idempotent_append;
 pub mod messages;
 pub mod metadata;
 pub mod metadata_store;
+pub mod metrics_report;
 pub mod partition;
 pub mod producer_ids;
 
@@ -26,6 +27,7 @@ use crate::protocol::ResponseError;
 
 use crate::config::{topic_log_config, BrokerConfig};
 use crate::log::{partition_dir_name, AppendOptions, Log, LogError};
+use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::local_oneshot;
 use messages::{
@@ -290,6 +292,7 @@ impl Shard {
             ShardRequest::AllocateProducerIdBlock => {
                 ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
             }
+            ShardRequest::Metrics => ShardReply::Metrics(Box::new(self.local_metrics())),
         }
     }
 
@@ -318,7 +321,10 @@ impl Shard {
                         _ => fallback,
                     }
                 } else {
-                    match shard.request(owner, ShardRequest::Partitions(ops)).await {
+                    let sent = std::time::Instant::now();
+                    let reply = shard.request(owner, ShardRequest::Partitions(ops)).await;
+                    metrics::registry::record_stage(metrics::registry::Stage::Hop, sent.elapsed());
+                    match reply {
                         Some(ShardReply::Partitions(r)) if r.len() == indexes.len() => r,
                         _ => fallback,
                     }
@@ -331,7 +337,7 @@ impl Shard {
                 results[i] = Some(r);
             }
         }
-        results
+        let results: Vec<PartitionResult> = results
             .into_iter()
             .map(|r| {
                 r.unwrap_or(PartitionResult::Fetch(Err(PartitionError {
@@ -339,7 +345,9 @@ impl Shard {
                     message: "no result".to_string(),
                 })))
             })
-            .collect()
+            .collect();
+        metrics_report::count_partition_errors(&results);
+        results
     }
 
     /// Executes one operation on a partition of this shard.

@@ -41,6 +41,11 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 impl<T> Sender<T> {
+    /// Whether the receiver is gone: a value sent now would be dropped unseen.
+    pub fn is_closed(&self) -> bool {
+        Rc::strong_count(&self.slot) == 1
+    }
+
     pub fn send(self, value: T) {
         let waker = {
             let mut slot = self.slot.borrow_mut();
@@ -82,6 +87,17 @@ impl<T> Future for Receiver<T> {
     }
 }
 
+impl<T> Drop for Receiver<T> {
+    /// Lets go of the waiting task's waker: a sender kept after its receiver was dropped
+    /// (a `select` that took the other branch) must not keep the task's waker alive. glommio
+    /// counts wakers per task in 16 bits, so enough leaked ones abort the shard.
+    fn drop(&mut self) {
+        if let Ok(mut slot) = self.slot.try_borrow_mut() {
+            slot.waker = None;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +114,18 @@ mod tests {
         })
         .expect("executor");
         assert_eq!(got, (Some(7), None));
+    }
+
+    #[test]
+    fn a_dropped_receiver_releases_the_waker_and_closes_the_sender() {
+        let (tx, mut rx) = channel::<u32>();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(Pin::new(&mut rx).poll(&mut cx).is_pending());
+        assert!(tx.slot.borrow().waker.is_some());
+        assert!(!tx.is_closed());
+        drop(rx);
+        assert!(tx.slot.borrow().waker.is_none());
+        assert!(tx.is_closed());
     }
 }

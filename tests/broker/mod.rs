@@ -25,6 +25,8 @@ pub const WAIT: Duration = Duration::from_secs(20);
 pub struct Broker {
     child: Option<Child>,
     pub addr: SocketAddr,
+    /// Where the metrics endpoint listens, from the broker's `metrics on ADDR` line.
+    pub metrics_addr: Option<SocketAddr>,
     dir: tempfile::TempDir,
     settings: Vec<String>,
 }
@@ -39,6 +41,7 @@ impl Broker {
         let mut broker = Broker {
             child: None,
             addr: ([127, 0, 0, 1], 0).into(),
+            metrics_addr: None,
             dir,
             settings: settings.iter().map(|s| s.to_string()).collect(),
         };
@@ -91,6 +94,9 @@ impl Broker {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(line) => {
+                    if let Some(addr) = parse_metrics_line(&line) {
+                        self.metrics_addr = Some(addr);
+                    }
                     if let Some(addr) = parse_listen_line(&line) {
                         break addr;
                     }
@@ -204,6 +210,10 @@ impl Drop for Broker {
             eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
         }
     }
+}
+
+fn parse_metrics_line(line: &str) -> Option<SocketAddr> {
+    line.strip_prefix("metrics on ")?.trim().parse().ok()
 }
 
 fn parse_listen_line(line: &str) -> Option<SocketAddr> {

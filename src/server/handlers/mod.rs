@@ -29,12 +29,14 @@ pub mod sync_group;
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Instant;
 
 use crate::protocol::messages::ApiKey;
 use crate::protocol::{Decodable, Encodable};
 use bytes::{Bytes, BytesMut};
 
 use crate::group::api::{Call, Reply};
+use crate::metrics::registry::{self as metrics, Stage};
 use crate::protocol::header::{frame_response, RequestFrame};
 use crate::protocol::ResponseError;
 use crate::shard::Shard;
@@ -224,6 +226,8 @@ pub struct Request<'a> {
     /// Told whether the body decoded, so the connection reads the next request only then
     /// (a request behind a malformed one must not run: the connection is about to close).
     decoded: RefCell<Option<local_oneshot::Sender<bool>>>,
+    /// When the handler started (the start of the `decode` stage).
+    started: Instant,
 }
 
 impl Request<'_> {
@@ -247,6 +251,7 @@ impl Request<'_> {
     /// this themselves).
     pub fn signal_decoded(&self, ok: bool) {
         if let Some(tx) = self.decoded.borrow_mut().take() {
+            metrics::record_stage(Stage::Decode, self.started.elapsed());
             tx.send(ok);
         }
     }
@@ -275,6 +280,7 @@ pub fn encode<T: Encodable>(
     version: i16,
     response: &T,
 ) -> Result<Bytes, HandlerError> {
+    let started = Instant::now();
     let mut buf = BytesMut::new();
     response
         .encode(&mut buf, version)
@@ -283,6 +289,7 @@ pub fn encode<T: Encodable>(
             version,
             reason: e.to_string(),
         })?;
+    metrics::record_stage(Stage::Encode, started.elapsed());
     Ok(buf.freeze())
 }
 
@@ -331,6 +338,7 @@ pub async fn dispatch(
         api,
         peer,
         decoded: RefCell::new(Some(decoded)),
+        started: Instant::now(),
     };
     let body = match api {
         ApiKey::ApiVersions => Some(api_versions::handle(&req)?),

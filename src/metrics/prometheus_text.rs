@@ -1,0 +1,460 @@
+//! The Prometheus text exposition format (version 0.0.4), rendered by hand: the registry is
+//! plain per-shard data with HDR histograms, which client libraries (built around their own
+//! atomic metric types, without quantile summaries) do not take as they are.
+//!
+//! Every latency is a summary in seconds with quantiles 0.5/0.9/0.99/0.999, `_sum` and
+//! `_count`, labelled with the shard.
+
+use std::fmt::Write;
+
+use super::latency::{Latency, QUANTILES};
+use super::registry::{ApiStats, Stage};
+use super::snapshot::{group_lag, PartitionStats, ShardMetrics};
+
+/// The `Content-Type` of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Renders every shard's metrics.
+pub fn render(shards: &[ShardMetrics]) -> String {
+    let mut out = Text::default();
+    let shard_label = |s: &ShardMetrics| s.shard.to_string();
+
+    out.family(
+        "ringbroker_metrics_shards_reporting",
+        "gauge",
+        "Shards that answered this scrape.",
+    );
+    out.sample(
+        "ringbroker_metrics_shards_reporting",
+        &[],
+        shards.len() as f64,
+    );
+
+    out.family(
+        "ringbroker_stage_latency_seconds",
+        "summary",
+        "Time spent in one stage of request processing (see the README for the stages).",
+    );
+    for s in shards {
+        for stage in Stage::ALL {
+            let shard = shard_label(s);
+            out.summary(
+                "ringbroker_stage_latency_seconds",
+                &[("shard", &shard), ("stage", stage.name())],
+                s.registry.stage(stage),
+            );
+        }
+    }
+
+    out.family(
+        "ringbroker_request_latency_seconds",
+        "summary",
+        "Whole request: frame read to response written, per API.",
+    );
+    for s in shards {
+        let shard = shard_label(s);
+        for (api, stats) in s.registry.apis() {
+            let api = format!("{api:?}");
+            out.summary(
+                "ringbroker_request_latency_seconds",
+                &[("shard", &shard), ("api", &api)],
+                &stats.latency,
+            );
+        }
+    }
+
+    out.family(
+        "ringbroker_request_handle_latency_seconds",
+        "summary",
+        "Handler started to response framed, per API (the handler's whole work).",
+    );
+    for s in shards {
+        let shard = shard_label(s);
+        for (api, stats) in s.registry.apis() {
+            let api = format!("{api:?}");
+            out.summary(
+                "ringbroker_request_handle_latency_seconds",
+                &[("shard", &shard), ("api", &api)],
+                &stats.handle,
+            );
+        }
+    }
+
+    type ApiValue = fn(&ApiStats) -> u64;
+    let per_api: [(&str, &str, ApiValue); 4] = [
+        ("ringbroker_requests_total", "Requests completed.", |a| {
+            a.requests
+        }),
+        (
+            "ringbroker_request_failures_total",
+            "Requests that failed and closed their connection.",
+            |a| a.failed,
+        ),
+        (
+            "ringbroker_request_bytes_total",
+            "Request bytes received (length prefix included).",
+            |a| a.bytes_in,
+        ),
+        (
+            "ringbroker_response_bytes_total",
+            "Response bytes sent (length prefix included).",
+            |a| a.bytes_out,
+        ),
+    ];
+    for (name, help, value) in per_api {
+        out.family(name, "counter", help);
+        for s in shards {
+            let shard = shard_label(s);
+            for (api, stats) in s.registry.apis() {
+                let api = format!("{api:?}");
+                out.sample(
+                    name,
+                    &[("shard", &shard), ("api", &api)],
+                    value(stats) as f64,
+                );
+            }
+        }
+    }
+
+    out.family(
+        "ringbroker_partition_errors_total",
+        "counter",
+        "Partition results with a non-zero error code, per API and Kafka error code.",
+    );
+    for s in shards {
+        let shard = shard_label(s);
+        for (api, stats) in s.registry.apis() {
+            let api = format!("{api:?}");
+            for (code, n) in &stats.partition_errors {
+                let code = code.to_string();
+                out.sample(
+                    "ringbroker_partition_errors_total",
+                    &[("shard", &shard), ("api", &api), ("code", &code)],
+                    *n as f64,
+                );
+            }
+        }
+    }
+
+    out.family(
+        "ringbroker_unknown_api_requests_total",
+        "counter",
+        "Requests with an API key the broker does not know.",
+    );
+    for s in shards {
+        out.sample(
+            "ringbroker_unknown_api_requests_total",
+            &[("shard", &shard_label(s))],
+            s.registry.unknown_api_requests as f64,
+        );
+    }
+
+    type ShardValue = fn(&ShardMetrics) -> u64;
+    let connections: [(&str, &str, &str, ShardValue); 3] = [
+        (
+            "ringbroker_connections_accepted_total",
+            "counter",
+            "Kafka connections accepted.",
+            |s| s.registry.connections_accepted,
+        ),
+        (
+            "ringbroker_connections_closed_total",
+            "counter",
+            "Kafka connections closed.",
+            |s| s.registry.connections_closed,
+        ),
+        (
+            "ringbroker_connections_open",
+            "gauge",
+            "Kafka connections open.",
+            |s| s.registry.connections_open(),
+        ),
+    ];
+    for (name, kind, help, value) in connections {
+        out.family(name, kind, help);
+        for s in shards {
+            out.sample(name, &[("shard", &shard_label(s))], value(s) as f64);
+        }
+    }
+
+    type PartitionValue = fn(&PartitionStats) -> f64;
+    let partition_gauges: [(&str, &str, &str, PartitionValue); 7] = [
+        (
+            "ringbroker_partition_log_start_offset",
+            "gauge",
+            "First offset still in the log.",
+            |p| p.log_start_offset as f64,
+        ),
+        (
+            "ringbroker_partition_high_watermark",
+            "gauge",
+            "One past the last offset consumers may read.",
+            |p| p.high_watermark as f64,
+        ),
+        (
+            "ringbroker_partition_log_end_offset",
+            "gauge",
+            "Next offset to assign (staged appends included).",
+            |p| p.log_end_offset as f64,
+        ),
+        (
+            "ringbroker_partition_size_bytes",
+            "gauge",
+            "Bytes of the partition's segments.",
+            |p| p.size_bytes as f64,
+        ),
+        (
+            "ringbroker_partition_segments",
+            "gauge",
+            "Segments of the partition's log.",
+            |p| p.segments as f64,
+        ),
+        (
+            "ringbroker_partition_flights_total",
+            "counter",
+            "Group-commit flights (one write per segment touched) since the log opened.",
+            |p| p.flights as f64,
+        ),
+        (
+            "ringbroker_partition_fsyncs_total",
+            "counter",
+            "fdatasync calls since the log opened.",
+            |p| p.fsyncs as f64,
+        ),
+    ];
+    for (name, kind, help, value) in partition_gauges {
+        out.family(name, kind, help);
+        for s in shards {
+            let shard = shard_label(s);
+            for p in &s.partitions {
+                let partition = p.partition.to_string();
+                out.sample(
+                    name,
+                    &[
+                        ("shard", &shard),
+                        ("topic", &p.topic),
+                        ("partition", &partition),
+                    ],
+                    value(p),
+                );
+            }
+        }
+    }
+
+    out.family(
+        "ringbroker_consumer_group_committed_offset",
+        "gauge",
+        "Offset committed by a consumer group.",
+    );
+    for s in shards {
+        for g in &s.group_offsets {
+            let partition = g.partition.to_string();
+            out.sample(
+                "ringbroker_consumer_group_committed_offset",
+                &[
+                    ("group", &g.group),
+                    ("topic", &g.topic),
+                    ("partition", &partition),
+                ],
+                g.committed_offset as f64,
+            );
+        }
+    }
+    out.family(
+        "ringbroker_consumer_group_lag",
+        "gauge",
+        "High watermark minus the committed offset.",
+    );
+    for s in shards {
+        for g in &s.group_offsets {
+            let Some(lag) = group_lag(g, shards) else {
+                continue;
+            };
+            let partition = g.partition.to_string();
+            out.sample(
+                "ringbroker_consumer_group_lag",
+                &[
+                    ("group", &g.group),
+                    ("topic", &g.topic),
+                    ("partition", &partition),
+                ],
+                lag as f64,
+            );
+        }
+    }
+    out.text
+}
+
+#[derive(Default)]
+struct Text {
+    text: String,
+}
+
+impl Text {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            self.text.push('{');
+            for (i, (label, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.text.push(',');
+                }
+                self.text.push_str(label);
+                self.text.push_str("=\"");
+                push_escaped(&mut self.text, v);
+                self.text.push('"');
+            }
+            self.text.push('}');
+        }
+        let _ = writeln!(self.text, " {value}");
+    }
+
+    fn summary(&mut self, name: &str, labels: &[(&str, &str)], latency: &Latency) {
+        for q in QUANTILES {
+            let q_label = q.to_string();
+            let mut with_quantile: Vec<(&str, &str)> = labels.to_vec();
+            with_quantile.push(("quantile", &q_label));
+            self.sample(
+                name,
+                &with_quantile,
+                micros_to_seconds(latency.quantile_micros(q)),
+            );
+        }
+        self.sample(
+            &format!("{name}_sum"),
+            labels,
+            micros_to_seconds(latency.sum_micros()),
+        );
+        self.sample(&format!("{name}_count"), labels, latency.count() as f64);
+    }
+}
+
+fn micros_to_seconds(micros: u64) -> f64 {
+    micros as f64 / 1e6
+}
+
+/// Label values escape backslash, double quote and newline (group ids are arbitrary text).
+fn push_escaped(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::metrics::registry::{Registry, RequestDone};
+    use crate::metrics::snapshot::{GroupOffset, PartitionStats};
+    use crate::protocol::messages::ApiKey;
+
+    fn shard(id: usize) -> ShardMetrics {
+        let mut registry = Registry::new();
+        registry.record_stage(Stage::Append, Duration::from_micros(1500));
+        registry.record_request(RequestDone {
+            api_key: ApiKey::Produce as i16,
+            bytes_in: 1000,
+            bytes_out: 50,
+            elapsed: Duration::from_micros(2000),
+            failed: false,
+        });
+        registry.connections_accepted = 2;
+        ShardMetrics {
+            shard: id,
+            registry,
+            partitions: vec![PartitionStats {
+                topic: "orders".into(),
+                partition: id as i32,
+                log_start_offset: 0,
+                high_watermark: 42,
+                log_end_offset: 42,
+                size_bytes: 4096,
+                segments: 1,
+                flights: 3,
+                fsyncs: 1,
+            }],
+            group_offsets: vec![GroupOffset {
+                group: "g \"quoted\"\\".into(),
+                topic: "orders".into(),
+                partition: id as i32,
+                committed_offset: 40,
+            }],
+        }
+    }
+
+    /// Every non-comment line is `name{labels} value` with a parseable value.
+    fn samples(text: &str) -> Vec<(String, f64)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').expect("a value");
+                (series.to_string(), value.parse::<f64>().expect("a number"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn renders_summaries_counters_partitions_and_lag() {
+        let text = render(&[shard(0), shard(1)]);
+        let samples = samples(&text);
+        let find = |series: &str| {
+            samples
+                .iter()
+                .find(|(s, _)| s == series)
+                .map(|(_, v)| *v)
+                .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        };
+        assert_eq!(
+            find(r#"ringbroker_stage_latency_seconds_count{shard="1",stage="append"}"#),
+            1.0
+        );
+        let p99 =
+            find(r#"ringbroker_stage_latency_seconds{shard="0",stage="append",quantile="0.99"}"#);
+        assert!((0.00148..0.00152).contains(&p99), "{p99}");
+        assert_eq!(
+            find(r#"ringbroker_stage_latency_seconds_sum{shard="0",stage="append"}"#),
+            0.0015
+        );
+        assert_eq!(
+            find(r#"ringbroker_requests_total{shard="0",api="Produce"}"#),
+            1.0
+        );
+        assert_eq!(
+            find(r#"ringbroker_request_bytes_total{shard="1",api="Produce"}"#),
+            1000.0
+        );
+        assert_eq!(find(r#"ringbroker_connections_open{shard="1"}"#), 2.0);
+        assert_eq!(
+            find(r#"ringbroker_partition_high_watermark{shard="1",topic="orders",partition="1"}"#),
+            42.0
+        );
+        assert_eq!(
+            find(
+                r#"ringbroker_consumer_group_lag{group="g \"quoted\"\\",topic="orders",partition="0"}"#
+            ),
+            2.0
+        );
+        assert_eq!(find("ringbroker_metrics_shards_reporting"), 2.0);
+        // Each family is declared once, before its samples.
+        let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
+        let mut names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| l.split(' ').next().unwrap_or(""))
+            .collect();
+        names.dedup();
+        assert_eq!(types, names.len());
+    }
+}

@@ -1,0 +1,50 @@
+//! What one shard reports when asked for its metrics (sent over the mesh, so `Send`).
+
+use super::registry::Registry;
+
+/// One shard's metrics at one moment.
+#[derive(Debug, Clone)]
+pub struct ShardMetrics {
+    pub shard: usize,
+    pub registry: Registry,
+    /// The partitions this shard owns.
+    pub partitions: Vec<PartitionStats>,
+    /// Committed offsets of the groups whose coordinator runs on this shard.
+    pub group_offsets: Vec<GroupOffset>,
+}
+
+/// Offsets and sizes of one partition log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionStats {
+    pub topic: String,
+    pub partition: i32,
+    pub log_start_offset: i64,
+    /// One past the last offset consumers may read (what group lag is measured against).
+    pub high_watermark: i64,
+    /// The next offset to assign (staged appends included).
+    pub log_end_offset: i64,
+    pub size_bytes: u64,
+    pub segments: usize,
+    /// Group-commit flights and fdatasync calls of this log since it was opened.
+    pub flights: u64,
+    pub fsyncs: u64,
+}
+
+/// A consumer group's committed offset for one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub committed_offset: i64,
+}
+
+/// Lag of one group on one partition: high watermark − committed offset (never negative).
+/// `None` when the partition is unknown to every shard (a deleted topic).
+pub fn group_lag(offset: &GroupOffset, shards: &[ShardMetrics]) -> Option<i64> {
+    shards
+        .iter()
+        .flat_map(|s| &s.partitions)
+        .find(|p| p.topic == offset.topic && p.partition == offset.partition)
+        .map(|p| (p.high_watermark - offset.committed_offset).max(0))
+}
