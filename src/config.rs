@@ -34,6 +34,11 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
     std::net::Ipv4Addr::LOCALHOST,
     9644,
 ));
+/// `max.connections` unless set. Kafka's default is 2147483647 (no limit); a finite default
+/// bounds what a connection storm can cost (about 10 KiB of broker memory per idle
+/// connection, see tests/server_limits.rs) and still exceeds the ~28,000 ephemeral ports one
+/// client address can use.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
 
 /// Everything the broker process is configured with.
 #[derive(Debug, Clone)]
@@ -67,6 +72,11 @@ pub struct BrokerConfig {
     pub connection_max_inflight_bytes: usize,
     /// `ringbroker.acks.all.fsync`: acks=all produce waits for an fdatasync (group-committed).
     pub fsync_on_acks_all: bool,
+    /// `max.connections`: open connections across all shards; more are closed at once.
+    pub max_connections: usize,
+    /// `max.connections.per.ip`: open connections from one address (Kafka's default,
+    /// 2147483647, means no limit).
+    pub max_connections_per_ip: u64,
     /// Topic defaults from the `log.*` broker properties.
     pub log_defaults: LogConfig,
     /// Consumer-group coordinator settings (`offsets.*`, `group.*`).
@@ -100,6 +110,8 @@ impl Default for BrokerConfig {
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: i32::MAX as u64,
             log_defaults: LogConfig::default(),
             group: GroupConfig::default(),
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -215,6 +227,8 @@ impl BrokerConfig {
                 };
                 self.metrics_listen_explicit = true;
             }
+            "max.connections" => self.max_connections = positive(value)? as usize,
+            "max.connections.per.ip" => self.max_connections_per_ip = positive(value)? as u64,
             "log.segment.bytes" => self.log_defaults.segment_bytes = positive(value)? as u64,
             "log.roll.ms" => self.log_defaults.segment_ms = positive(value)?,
             "log.roll.hours" => {
@@ -507,6 +521,17 @@ mod tests {
             c.advertised_port, 9000,
             "advertised follows listeners by default"
         );
+    }
+
+    #[test]
+    fn connection_limits_default_and_parse() {
+        let mut c = BrokerConfig::default();
+        assert_eq!(c.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(c.max_connections_per_ip, i32::MAX as u64, "Kafka's default");
+        c.set("max.connections", "1000").expect("valid");
+        c.set("max.connections.per.ip", "50").expect("valid");
+        assert_eq!((c.max_connections, c.max_connections_per_ip), (1000, 50));
+        assert!(c.set("max.connections.per.ip", "0").is_err());
     }
 
     #[test]

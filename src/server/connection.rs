@@ -12,6 +12,7 @@ use super::handlers::{self, HandlerError};
 use crate::metrics::registry::{self as metrics, RequestDone, Stage};
 use crate::protocol::frame::{read_frame, FrameError};
 use crate::protocol::header::RequestFrame;
+use crate::protocol::messages::ApiKey;
 use crate::runtime::{self, Task, TcpStream};
 use crate::shard::Shard;
 use crate::util::local_oneshot;
@@ -19,6 +20,13 @@ use crate::util::shutdown::ShutdownSignal;
 
 /// Requests accepted but not yet answered, per connection.
 const MAX_PIPELINED_REQUESTS: usize = 256;
+
+/// A Fetch response can be as large as the client asks (tens of MiB) and is held in memory
+/// until written. So one Fetch per connection at a time: the next is not started before the
+/// previous response is written, and a client that never reads its socket holds at most one
+/// response (it used to be up to `MAX_PIPELINED_REQUESTS`, gigabytes; tests/server_limits.rs).
+/// Kafka consumers keep one fetch in flight per broker anyway.
+const FETCHES_IN_FLIGHT: usize = 1;
 
 /// Bytes of requests in flight on one connection; the reader waits while it is over budget.
 struct ByteBudget {
@@ -86,9 +94,11 @@ pub async fn serve(
     let request_peer: Rc<str> = Rc::from(peer.as_str());
     let limit = shard.config.socket_request_max_bytes;
     let budget = Rc::new(ByteBudget::new(shard.config.connection_max_inflight_bytes));
+    let fetch_turn = Rc::new(ByteBudget::new(FETCHES_IN_FLIGHT));
     let (tx, rx) = runtime::local_channel::<Pending>(MAX_PIPELINED_REQUESTS);
 
     let writer_budget = Rc::clone(&budget);
+    let writer_fetch_turn = Rc::clone(&fetch_turn);
     let writer_peer = peer.clone();
     let writer_task = runtime::spawn(async move {
         while let Some((task, size, api_key, version, read_at)) = rx.recv().await {
@@ -129,7 +139,12 @@ pub async fn serve(
                     break;
                 }
             }
+            if api_key == ApiKey::Fetch as i16 {
+                writer_fetch_turn.release(1);
+            }
         }
+        // A reader waiting for its fetch turn must see the end rather than wait forever.
+        writer_fetch_turn.release(usize::MAX);
         let _ = writer.flush().await;
         let _ = writer.close().await;
     });
@@ -167,6 +182,9 @@ pub async fn serve(
         };
         budget.acquire(size).await;
         let (api_key, version) = (request.api_key, request.api_version);
+        if api_key == ApiKey::Fetch as i16 {
+            fetch_turn.acquire(1).await;
+        }
         let task_shard = Rc::clone(&shard);
         let task_peer = Rc::clone(&request_peer);
         let (decoded_tx, decoded_rx) = local_oneshot::channel();

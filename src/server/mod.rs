@@ -7,7 +7,9 @@
 //! let in-flight requests finish, close every log cleanly and exit 0.
 
 pub mod connection;
+pub mod connection_limits;
 pub mod handlers;
+mod refusal_log;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use self::connection_limits::ConnectionLimits;
+use self::refusal_log::RefusalLog;
 use crate::config::BrokerConfig;
 use crate::runtime::{self, ShardContext, ShardsConfig, TcpListener};
 use crate::shard::messages::MeshMessage;
@@ -153,8 +157,9 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         bound: AtomicUsize::new(0),
         banner,
     });
+    let limits = ConnectionLimits::new(config.max_connections, config.max_connections_per_ip);
     let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
-        shard_main(ctx, config, stop, ready)
+        shard_main(ctx, config, stop, ready, limits)
     })?;
     for (shard, r) in results.into_iter().enumerate() {
         r.map_err(|reason| ServerError::Shard { shard, reason })?;
@@ -185,6 +190,7 @@ async fn shard_main(
     config: BrokerConfig,
     stop: Arc<AtomicBool>,
     ready: Arc<Ready>,
+    limits: Arc<ConnectionLimits>,
 ) -> Result<(), String> {
     let listen = config.listen;
     let (shard, inboxes) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
@@ -205,6 +211,7 @@ async fn shard_main(
         let shutdown = Rc::clone(&shutdown);
         let connections = Rc::clone(&connections);
         runtime::spawn(async move {
+            let refusals = RefusalLog::default();
             loop {
                 let accepted =
                     futures_lite::future::or(async { Some(listener.accept().await) }, async {
@@ -222,10 +229,20 @@ async fn shard_main(
                         continue;
                     }
                 };
-                let peer = stream
-                    .peer_addr()
+                let peer_addr = stream.peer_addr().ok();
+                let peer = peer_addr
                     .map(|a| a.to_string())
-                    .unwrap_or_else(|_| "unknown".to_string());
+                    .unwrap_or_else(|| "unknown".to_string());
+                let ip = peer_addr.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip());
+                let admitted = match limits.admit(ip) {
+                    Ok(admitted) => admitted,
+                    Err(refusal) => {
+                        // Kafka closes such a connection without a word; so does dropping it.
+                        refusals.record(&refusal, &peer);
+                        drop(stream);
+                        continue;
+                    }
+                };
                 connections.set(connections.get() + 1);
                 let shard = Rc::clone(&shard);
                 let shutdown = Rc::clone(&shutdown);
@@ -233,6 +250,7 @@ async fn shard_main(
                 runtime::spawn_detached(async move {
                     connection::serve(shard, stream, peer, shutdown).await;
                     connections.set(connections.get() - 1);
+                    drop(admitted);
                 });
             }
         })

@@ -56,7 +56,7 @@ impl Broker {
             .append(true)
             .open(self.log_path())
             .expect("log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
+        let mut cmd = Command::new(broker_binary());
         cmd.arg("serve")
             .arg("--listen")
             .arg("127.0.0.1:0")
@@ -214,6 +214,12 @@ impl Drop for Broker {
 
 fn parse_metrics_line(line: &str) -> Option<SocketAddr> {
     line.strip_prefix("metrics on ")?.trim().parse().ok()
+}
+
+/// The broker binary under test; `RINGBROKER_BIN` overrides it (long soak runs use a copy so
+/// that rebuilding meanwhile does not swap the binary under them).
+fn broker_binary() -> std::ffi::OsString {
+    std::env::var_os("RINGBROKER_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ringbroker").into())
 }
 
 fn parse_listen_line(line: &str) -> Option<SocketAddr> {

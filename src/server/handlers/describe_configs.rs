@@ -321,6 +321,18 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Request bytes in flight on one connection before the broker stops reading it.",
         ),
         (
+            "max.connections",
+            c.max_connections.to_string(),
+            TYPE_INT,
+            "Open connections across all shards; more are closed at once.",
+        ),
+        (
+            "max.connections.per.ip",
+            c.max_connections_per_ip.to_string(),
+            TYPE_INT,
+            "Open connections from one address; more are closed at once.",
+        ),
+        (
             "num.shards",
             c.shards.to_string(),
             TYPE_INT,
