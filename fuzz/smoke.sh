@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-12}
 TOOLCHAIN=${FUZZ_TOOLCHAIN:-nightly}
+# Build flags for `cargo fuzz build` and `run` (they must match, or `run` rebuilds). CI uses
+# `--sanitizer none`: coverage-guided all the same, and the build is much cheaper than with
+# AddressSanitizer, which the long runs in fuzz/README.md keep.
+read -r -a BUILD_FLAGS <<<"${FUZZ_BUILD_FLAGS:-}"
 # Memory: the broker's alloc_guard turns wire-sized allocations of >= 1 GiB into lazy mappings
 # that libFuzzer's malloc hooks never see, so no limit is needed for them; a plain malloc of
 # >= 1 GiB (one that bypassed the guard) is a finding. RSS stays libFuzzer's default 2 GiB.
@@ -25,7 +29,7 @@ else
 fi
 
 echo "== fuzz: building ${#targets[@]} targets"
-if ! cargo +"$TOOLCHAIN" fuzz build; then
+if ! cargo +"$TOOLCHAIN" fuzz build "${BUILD_FLAGS[@]}"; then
   echo "fuzz: build failed" >&2
   exit 2
 fi
@@ -39,7 +43,7 @@ printf '%-20s %12s %8s  %s\n' target executions crashes result
 for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t" "fuzz/corpus/$t" "fuzz/artifacts/$t"
   before=$(find "fuzz/artifacts/$t" -type f | wc -l)
-  cargo +"$TOOLCHAIN" fuzz run "$t" "$scratch/$t" "fuzz/corpus/$t" -- "${LIBFUZZER_ARGS[@]}" \
+  cargo +"$TOOLCHAIN" fuzz run "${BUILD_FLAGS[@]}" "$t" "$scratch/$t" "fuzz/corpus/$t" -- "${LIBFUZZER_ARGS[@]}" \
     >"$scratch/$t.log" 2>&1
   rc=$?
   runs=$(grep -oE '^Done [0-9]+ runs' "$scratch/$t.log" | tail -1 | grep -oE '[0-9]+')
