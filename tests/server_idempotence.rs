@@ -3,15 +3,7 @@
 //! a resent batch is answered with its original offset and stored once, gaps and stale epochs
 //! are refused, and deduplication survives both kinds of restart. Every wait is bounded.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
-
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
-use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+use bytes::Bytes;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::list_offsets_request::{
@@ -22,14 +14,15 @@ use kafka_protocol::messages::produce_request::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
 use kafka_protocol::messages::produce_response::ProduceResponse;
-use kafka_protocol::messages::{
-    ApiKey, ProducerId, RequestHeader, ResponseHeader, TopicName, TransactionalId,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, ProducerId, TopicName, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 use ringbroker::protocol::record_batch::{
     compute_crc, ATTRIBUTES_OFFSET, CRC_OFFSET, TRANSACTIONAL_FLAG_MASK,
 };
+
+mod broker;
+use broker::{Broker, Client};
 
 const NONE: i16 = 0;
 const INVALID_REQUEST: i16 = 42;
@@ -39,224 +32,23 @@ const INVALID_TXN_STATE: i16 = 48;
 const INVALID_RECORD: i16 = 87;
 
 const TOPIC: &str = "idem";
-/// Bound on every wait of this file (start, connect, each response, shutdown).
-const WAIT: Duration = Duration::from_secs(10);
+/// The shared client plus the requests this file sends.
+struct IdemClient(Client);
 
-// ---------------------------------------------------------------------------------------------
-// The broker process
-
-struct Broker {
-    child: Option<Child>,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
-
-impl Broker {
-    fn start() -> Broker {
-        let mut broker = Broker {
-            child: None,
-            addr: ([127, 0, 0, 1], 0).into(),
-            dir: tempfile::tempdir().expect("tempdir"),
-        };
-        broker.spawn();
-        broker
-    }
-
-    fn spawn(&mut self) {
-        self.addr = ([127, 0, 0, 1], free_port()).into();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("broker.log"))
-            .expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
-            .arg("serve")
-            .arg("--listen")
-            .arg(self.addr.to_string())
-            .arg("--data-dir")
-            .arg(self.data_dir())
-            .arg("--shards")
-            .arg("2")
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn the broker");
-        self.child = Some(child);
-        self.wait_until_listening();
-    }
-
-    fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
-    }
-
-    fn wait_until_listening(&mut self) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!("the broker exited at start ({status}):\n{}", self.log());
-            }
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the broker did not listen on {} within {WAIT:?}:\n{}",
-                self.addr,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(self.addr)
-    }
-
-    /// SIGTERM, then wait (bounded) for the exit status; `None` if it had to be killed.
-    fn terminate(&mut self) -> Option<ExitStatus> {
-        let mut child = self.child.take()?;
-        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            match child.try_wait() {
-                Ok(Some(status)) => return Some(status),
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => break,
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        None
-    }
-
-    /// A clean stop (SIGTERM, exit 0) and a start over the same data.
-    fn restart_clean(&mut self) {
-        let status = self.terminate();
-        assert!(
-            status.is_some_and(|s| s.success()),
-            "the broker did not stop cleanly ({status:?}):\n{}",
-            self.log()
-        );
-        self.spawn();
-    }
-
-    /// kill -9 and a start over the same data.
-    fn restart_killed(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().expect("SIGKILL the broker");
-            child.wait().expect("reap the broker");
-        }
-        self.spawn();
+impl std::ops::Deref for IdemClient {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.0
     }
 }
 
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let status = self.terminate();
-        if std::thread::panicking() {
-            eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
-        }
+impl std::ops::DerefMut for IdemClient {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.0
     }
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local addr").port()
-}
-
-// ---------------------------------------------------------------------------------------------
-// A blocking Kafka client: one request at a time
-
-struct Client {
-    stream: TcpStream,
-    next_correlation: i32,
-}
-
-impl Client {
-    fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to the broker");
-        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
-        stream.set_write_timeout(Some(WAIT)).expect("write timeout");
-        stream.set_nodelay(true).expect("nodelay");
-        Client {
-            stream,
-            next_correlation: 1,
-        }
-    }
-
-    fn call<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        key: ApiKey,
-        version: i16,
-        request: &Req,
-    ) -> Resp {
-        let correlation = self.next_correlation;
-        self.next_correlation += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation;
-        header.client_id = Some(StrBytes::from_static_str("server_idempotence"));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, key.request_header_version(version))
-            .expect("encode the request header");
-        request
-            .encode(&mut body, version)
-            .unwrap_or_else(|e| panic!("encode {key:?} v{version}: {e}"));
-        let mut frame = Vec::with_capacity(body.len() + 4);
-        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
-        frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).expect("send the request");
-
-        let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
-            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
-        let size = i32::from_be_bytes(size);
-        assert!(
-            (0..64 << 20).contains(&size),
-            "implausible response size {size}"
-        );
-        let mut buf = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut buf)
-            .expect("read the response body");
-        let mut buf = Bytes::from(buf);
-        let header = ResponseHeader::decode(&mut buf, key.response_header_version(version))
-            .expect("decode the response header");
-        assert_eq!(header.correlation_id, correlation, "{key:?} v{version}");
-        let response = Resp::decode(&mut buf, version)
-            .unwrap_or_else(|e| panic!("decode the {key:?} v{version} response: {e}"));
-        assert!(buf.is_empty(), "bytes left after the {key:?} response");
-        response
-    }
-
-    fn create_topic(&mut self, name: &str, partitions: i32) {
-        let mut topic = CreatableTopic::default();
-        topic.name = TopicName(StrBytes::from_string(name.to_string()));
-        topic.num_partitions = partitions;
-        topic.replication_factor = 1;
-        let mut req = CreateTopicsRequest::default();
-        req.topics = vec![topic];
-        req.timeout_ms = 5000;
-        let resp: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 7, &req);
-        assert_eq!(resp.topics[0].error_code, NONE, "create {name}");
-    }
-
+impl IdemClient {
     /// InitProducerId: (error code, producer id, epoch).
     fn init_producer_id(
         &mut self,
@@ -336,7 +128,7 @@ fn transactional(batch: &Bytes) -> Bytes {
 fn new_ids(broker: &Broker, count: usize) -> Vec<i64> {
     let mut ids = Vec::new();
     for i in 0..count {
-        let mut c = broker.client();
+        let mut c = IdemClient(broker.client());
         let version = (i % 5) as i16;
         let (code, id, epoch) = c.init_producer_id(version, None, None);
         assert_eq!((code, epoch), (NONE, 0), "InitProducerId v{version}");
@@ -348,8 +140,8 @@ fn new_ids(broker: &Broker, count: usize) -> Vec<i64> {
 
 #[test]
 fn idempotent_produce_survives_clean_and_killed_restarts() {
-    let mut broker = Broker::start();
-    broker.client().create_topic(TOPIC, 2);
+    let mut broker = Broker::start(&[]);
+    IdemClient(broker.client()).create_topic(TOPIC, 2, &[]);
 
     let mut handed_out = new_ids(&broker, 12);
     let mut sorted = handed_out.clone();
@@ -357,7 +149,7 @@ fn idempotent_produce_survives_clean_and_killed_restarts() {
     sorted.dedup();
     assert_eq!(sorted.len(), handed_out.len(), "ids repeat: {handed_out:?}");
 
-    let mut c = broker.client();
+    let mut c = IdemClient(broker.client());
     // KIP-360: an idempotent producer that sends its current id and epoch gets a fresh id.
     let pid = handed_out[0];
     let (code, fresh, epoch) = c.init_producer_id(4, None, Some((pid, 0)));
@@ -391,8 +183,8 @@ fn idempotent_produce_survives_clean_and_killed_restarts() {
     drop(c);
 
     // Clean restart: the last batch is still a duplicate at its original offset.
-    broker.restart_clean();
-    let mut c = broker.client();
+    broker.restart();
+    let mut c = IdemClient(broker.client());
     assert_eq!(c.produce(batch(pid, 1, 0, 2)), (NONE, 5));
     assert_eq!(c.produce(batch(pid, 0, 5, 1)).0, INVALID_PRODUCER_EPOCH);
     assert_eq!(c.log_end(), 7);
@@ -407,8 +199,8 @@ fn idempotent_produce_survives_clean_and_killed_restarts() {
     // kill -9 right after an acknowledged batch: still deduplicated after recovery.
     assert_eq!(c.produce(batch(pid, 1, 2, 4)), (NONE, 7));
     drop(c);
-    broker.restart_killed();
-    let mut c = broker.client();
+    broker.kill9_and_restart();
+    let mut c = IdemClient(broker.client());
     assert_eq!(c.produce(batch(pid, 1, 2, 4)), (NONE, 7));
     assert_eq!(c.log_end(), 11);
     assert_eq!(
