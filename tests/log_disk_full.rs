@@ -5,68 +5,19 @@
 //! it (lazily) however the test ends.
 
 mod common;
+mod tmpfs;
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::rc::Rc;
 
 use common::{opts, release, seq_batch, verify_log, XorShift};
 use ringbroker::log::{Log, LogConfig, LogError};
 use ringbroker::runtime::{block_on, spawn};
+use tmpfs::Tmpfs;
 
 const FS_SIZE: &str = "8m";
 const FILLER_BYTES: usize = 3 << 20;
-
-/// A tmpfs mounted on a fresh temporary directory; unmounted on drop.
-struct Tmpfs {
-    path: PathBuf,
-    // Dropped after the unmount in `Drop::drop`: removes the (then empty) mount point.
-    _dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    /// Mounts a tmpfs of `size`, or says why it cannot.
-    fn mount(size: &str) -> Result<Tmpfs, String> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err("not running as root".to_string());
-        }
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "mount failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(Tmpfs {
-            path: dir.path().to_path_buf(),
-            _dir: dir,
-        })
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
-    }
-}
-
-fn mount_or_skip(test: &str) -> Option<Tmpfs> {
-    match Tmpfs::mount(FS_SIZE) {
-        Ok(fs) => Some(fs),
-        Err(why) => {
-            println!("SKIPPED {test}: needs root to mount tmpfs ({why})");
-            None
-        }
-    }
-}
 
 fn config() -> LogConfig {
     LogConfig {
@@ -142,7 +93,8 @@ async fn check_exactly(log: &Log, acked: &[(i64, i64)]) {
 
 #[test]
 fn full_disk_fails_appends_cleanly_then_recovers() {
-    let Some(fs) = mount_or_skip("full_disk_fails_appends_cleanly_then_recovers") else {
+    let Some(fs) = Tmpfs::mount_or_skip("full_disk_fails_appends_cleanly_then_recovers", FS_SIZE)
+    else {
         return;
     };
     let filler = fs.path.join("filler");
@@ -244,7 +196,8 @@ fn full_disk_fails_appends_cleanly_then_recovers() {
 
 #[test]
 fn full_disk_during_concurrent_durable_appends() {
-    let Some(fs) = mount_or_skip("full_disk_during_concurrent_durable_appends") else {
+    let Some(fs) = Tmpfs::mount_or_skip("full_disk_during_concurrent_durable_appends", FS_SIZE)
+    else {
         return;
     };
     let filler = fs.path.join("filler");
@@ -352,7 +305,10 @@ fn full_disk_during_concurrent_durable_appends() {
 
 #[test]
 fn full_disk_at_a_segment_roll_leaves_no_segment_behind() {
-    let Some(fs) = mount_or_skip("full_disk_at_a_segment_roll_leaves_no_segment_behind") else {
+    let Some(fs) = Tmpfs::mount_or_skip(
+        "full_disk_at_a_segment_roll_leaves_no_segment_behind",
+        FS_SIZE,
+    ) else {
         return;
     };
     let dir = fs.path.join("topic-0");
@@ -417,7 +373,8 @@ fn full_disk_at_a_segment_roll_leaves_no_segment_behind() {
 /// acknowledged is lost, reads keep working, and the log opens once space is back.
 #[test]
 fn close_and_open_on_a_full_disk_lose_nothing() {
-    let Some(fs) = mount_or_skip("close_and_open_on_a_full_disk_lose_nothing") else {
+    let Some(fs) = Tmpfs::mount_or_skip("close_and_open_on_a_full_disk_lose_nothing", FS_SIZE)
+    else {
         return;
     };
     let dir = fs.path.join("topic-0");

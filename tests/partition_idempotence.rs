@@ -5,9 +5,9 @@
 //! (tmpfs, root only) must not leave a failed batch behind as a "duplicate".
 
 mod common;
+mod tmpfs;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{file_batches, opts, producer_seq_batch, release, verify_log};
 use ringbroker::log::{AppendInfo, Log, LogConfig};
@@ -15,6 +15,7 @@ use ringbroker::producer_snapshot::{list_snapshots, snapshot_path};
 use ringbroker::runtime::{block_on, now_ms};
 use ringbroker::shard::idempotent_append::ProduceError;
 use ringbroker::shard::partition::Partition;
+use tmpfs::Tmpfs;
 
 const PID: i64 = 4242;
 const RECORDS_PER_BATCH: usize = 2;
@@ -237,44 +238,6 @@ fn pipelined_batches_of_one_producer_are_group_committed() {
         release_partition(p).await;
     })
     .expect("executor");
-}
-
-/// A tmpfs mounted on a fresh temporary directory; unmounted on drop.
-struct Tmpfs {
-    path: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn mount(size: &str) -> Result<Tmpfs, String> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err("not running as root".to_string());
-        }
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "mount failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(Tmpfs {
-            path: dir.path().to_path_buf(),
-            _dir: dir,
-        })
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
-    }
 }
 
 #[test]

@@ -28,12 +28,19 @@ pub struct Broker {
     /// Where the metrics endpoint listens, from the broker's `metrics on ADDR` line.
     pub metrics_addr: Option<SocketAddr>,
     dir: tempfile::TempDir,
+    /// The data directory when it is not `<dir>/data` (e.g. on a small tmpfs).
+    data_dir: Option<PathBuf>,
     settings: Vec<String>,
 }
 
 impl Broker {
     /// `settings` are `NAME=VALUE` broker properties passed with `--set`.
     pub fn start(settings: &[&str]) -> Broker {
+        Broker::start_with_data_dir(None, settings)
+    }
+
+    /// Like [`Broker::start`], with the data in `data_dir` (the log stays in a temp dir).
+    pub fn start_with_data_dir(data_dir: Option<PathBuf>, settings: &[&str]) -> Broker {
         let dir = tempfile::Builder::new()
             .prefix("ringbroker-test-")
             .tempdir()
@@ -43,6 +50,7 @@ impl Broker {
             addr: ([127, 0, 0, 1], 0).into(),
             metrics_addr: None,
             dir,
+            data_dir,
             settings: settings.iter().map(|s| s.to_string()).collect(),
         };
         broker.spawn();
@@ -130,7 +138,9 @@ impl Broker {
     }
 
     pub fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
+        self.data_dir
+            .clone()
+            .unwrap_or_else(|| self.dir.path().join("data"))
     }
 
     fn log_path(&self) -> PathBuf {
