@@ -93,22 +93,9 @@ pub fn bind(shard_id: usize, config: &BrokerConfig) -> Option<TcpListener> {
 pub fn spawn(listener: TcpListener, shard: Rc<Shard>, shutdown: Rc<ShutdownSignal>) {
     runtime::spawn_detached(async move {
         let active = Rc::new(Cell::new(0usize));
-        loop {
-            let accepted =
-                futures_lite::future::or(async { Some(listener.accept().await) }, async {
-                    shutdown.wait().await;
-                    None
-                })
-                .await;
-            let stream = match accepted {
-                None => break,
-                Some(Ok(s)) => s,
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "metrics accept failed");
-                    runtime::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
+        while let Some(stream) =
+            crate::server::accept::accept_until_shutdown(&listener, &shutdown, "metrics").await
+        {
             let shard = Rc::clone(&shard);
             let active = Rc::clone(&active);
             runtime::spawn_detached(async move {

@@ -6,6 +6,7 @@
 //! address; a connection lives on the shard that accepted it. SIGTERM/SIGINT stop accepting,
 //! let in-flight requests finish, close every log cleanly and exit 0.
 
+pub mod accept;
 pub mod connection;
 pub mod connection_limits;
 pub mod handlers;
@@ -212,23 +213,9 @@ async fn shard_main(
         let connections = Rc::clone(&connections);
         runtime::spawn(async move {
             let refusals = RefusalLog::default();
-            loop {
-                let accepted =
-                    futures_lite::future::or(async { Some(listener.accept().await) }, async {
-                        shutdown.wait().await;
-                        None
-                    })
-                    .await;
-                let stream = match accepted {
-                    None => break,
-                    Some(Ok(s)) => s,
-                    Some(Err(e)) => {
-                        // Out of file descriptors and the like: say so, back off, go on.
-                        tracing::warn!(error = %e, "accept failed");
-                        runtime::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
+            while let Some(stream) =
+                accept::accept_until_shutdown(&listener, &shutdown, "kafka").await
+            {
                 let peer_addr = stream.peer_addr().ok();
                 let peer = peer_addr
                     .map(|a| a.to_string())
