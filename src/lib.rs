@@ -7,6 +7,7 @@
 //! - [`metrics`]: per-shard latency and request metrics, the Prometheus endpoint
 pub mod alloc_guard;
 pub mod bench;
+pub mod cli;
 pub mod client;
 pub mod config;
 pub mod group;

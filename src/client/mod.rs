@@ -3,6 +3,7 @@
 //!
 //! - [`cluster`]: bootstrap, ApiVersions negotiation ([`versions`]), metadata ([`metadata`]),
 //!   one [`connection`] per broker (pipelined, correlation ids), admin calls
+//! - [`group_coordinator`]: FindCoordinator, committed offsets of a group
 //! - [`producer`]: batching per partition ([`accumulator`]), [`compression`], acks, retries,
 //!   idempotence
 //! - [`consumer`]: assigned partitions, pipelined fetches, batch decoding
@@ -12,6 +13,7 @@ pub mod compression;
 pub mod connection;
 pub mod consumer;
 pub mod error;
+pub mod group_coordinator;
 pub mod metadata;
 pub mod producer;
 pub mod versions;

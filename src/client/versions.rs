@@ -19,6 +19,24 @@ pub const CLIENT_VERSIONS: &[(ApiKey, RangeInclusive<i16>)] = &[
     (ApiKey::ListOffsets, 1..=7),
     (ApiKey::CreateTopics, 2..=7),
     (ApiKey::InitProducerId, 0..=4),
+    // Admin and consumer-group APIs (src/client/group_coordinator.rs, the CLI). OffsetFetch
+    // stops before v8, which batches groups.
+    (ApiKey::DeleteTopics, 1..=6),
+    (ApiKey::CreatePartitions, 0..=3),
+    (ApiKey::DescribeConfigs, 1..=4),
+    (ApiKey::AlterConfigs, 0..=2),
+    (ApiKey::IncrementalAlterConfigs, 0..=1),
+    (ApiKey::FindCoordinator, 1..=4),
+    (ApiKey::OffsetFetch, 1..=7),
+    (ApiKey::OffsetCommit, 2..=8),
+    (ApiKey::OffsetDelete, 0..=0),
+    (ApiKey::ListGroups, 0..=4),
+    (ApiKey::DescribeGroups, 0..=5),
+    (ApiKey::DeleteGroups, 0..=2),
+    (ApiKey::JoinGroup, 0..=9),
+    (ApiKey::SyncGroup, 0..=5),
+    (ApiKey::Heartbeat, 0..=4),
+    (ApiKey::LeaveGroup, 0..=5),
 ];
 
 /// The version chosen for each API the client uses.
