@@ -40,6 +40,13 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
 
+/// Cap of the default `ringbroker.produce.memory.max.bytes` (per shard). A shard's appends
+/// drain at disk speed, and a group commit takes milliseconds: even at 1 GB/s, 10 ms of
+/// appends is 10 MB, so buffering more than this adds latency, not throughput.
+pub const PRODUCE_MEMORY_DEFAULT_CAP: usize = 256 << 20;
+/// Floor of the default, so that small machines still pipeline a few large requests.
+pub const PRODUCE_MEMORY_DEFAULT_FLOOR: usize = 16 << 20;
+
 /// Everything the broker process is configured with.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -77,6 +84,10 @@ pub struct BrokerConfig {
     /// `max.connections.per.ip`: open connections from one address (Kafka's default,
     /// 2147483647, means no limit).
     pub max_connections_per_ip: u64,
+    /// `ringbroker.produce.memory.max.bytes`: bytes of Produce requests one shard holds
+    /// before its connections stop reading Produce requests; `None` until resolved from the
+    /// machine's memory (see [`BrokerConfig::produce_memory_limit`]).
+    pub produce_memory_max_bytes: Option<usize>,
     /// Topic defaults from the `log.*` broker properties.
     pub log_defaults: LogConfig,
     /// Consumer-group coordinator settings (`offsets.*`, `group.*`).
@@ -112,6 +123,7 @@ impl Default for BrokerConfig {
             fsync_on_acks_all: false,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: i32::MAX as u64,
+            produce_memory_max_bytes: None,
             log_defaults: LogConfig::default(),
             group: GroupConfig::default(),
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -158,6 +170,14 @@ impl BrokerConfig {
     /// True unless `advertised.listeners` was set: clients are told the listen address.
     pub fn advertised_follows_listeners(&self) -> bool {
         !self.advertised_explicit
+    }
+
+    /// The per-shard produce memory limit: `ringbroker.produce.memory.max.bytes` if set, else
+    /// a quarter of the machine's RAM shared by the shards, between 16 and 256 MiB. A quarter
+    /// leaves the rest to the page cache (recent reads), fetch responses and everything else.
+    pub fn produce_memory_limit(&self) -> usize {
+        self.produce_memory_max_bytes
+            .unwrap_or_else(|| default_produce_memory(total_memory_bytes(), self.shards))
     }
 
     /// Sets one property from its string form (as in server.properties).
@@ -229,6 +249,9 @@ impl BrokerConfig {
             }
             "max.connections" => self.max_connections = positive(value)? as usize,
             "max.connections.per.ip" => self.max_connections_per_ip = positive(value)? as u64,
+            "ringbroker.produce.memory.max.bytes" => {
+                self.produce_memory_max_bytes = Some(positive(value)? as usize)
+            }
             "log.segment.bytes" => self.log_defaults.segment_bytes = positive(value)? as u64,
             "log.roll.ms" => self.log_defaults.segment_ms = positive(value)?,
             "log.roll.hours" => {
@@ -275,6 +298,28 @@ impl BrokerConfig {
         }
         Ok(())
     }
+}
+
+/// A quarter of `total` RAM over `shards`, within [16 MiB, 256 MiB].
+fn default_produce_memory(total: Option<u64>, shards: usize) -> usize {
+    let Some(total) = total else {
+        return PRODUCE_MEMORY_DEFAULT_CAP;
+    };
+    let share = total / 4 / shards.max(1) as u64;
+    usize::try_from(share)
+        .unwrap_or(usize::MAX)
+        .clamp(PRODUCE_MEMORY_DEFAULT_FLOOR, PRODUCE_MEMORY_DEFAULT_CAP)
+}
+
+/// Physical memory of the machine (sysinfo(2)); `None` if it cannot be read.
+fn total_memory_bytes() -> Option<u64> {
+    // SAFETY: sysinfo fills a struct we own; it is zeroed plain data.
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pointer is valid for the call.
+    if unsafe { libc::sysinfo(&mut info) } != 0 {
+        return None;
+    }
+    (info.totalram as u64).checked_mul(u64::from(info.mem_unit.max(1)))
 }
 
 /// Topic-level settings (CreateTopics configs, AlterConfigs) applied over the broker defaults.
@@ -532,6 +577,23 @@ mod tests {
         c.set("max.connections.per.ip", "50").expect("valid");
         assert_eq!((c.max_connections, c.max_connections_per_ip), (1000, 50));
         assert!(c.set("max.connections.per.ip", "0").is_err());
+    }
+
+    #[test]
+    fn produce_memory_limit_is_set_or_derived_from_ram() {
+        let mut c = BrokerConfig::default();
+        assert!((PRODUCE_MEMORY_DEFAULT_FLOOR..=PRODUCE_MEMORY_DEFAULT_CAP)
+            .contains(&c.produce_memory_limit()));
+        c.set("ringbroker.produce.memory.max.bytes", "8388608")
+            .expect("valid");
+        assert_eq!(c.produce_memory_limit(), 8 << 20);
+        assert!(c.set("ringbroker.produce.memory.max.bytes", "0").is_err());
+        let gib = 1u64 << 30;
+        assert_eq!(default_produce_memory(Some(64 * gib), 32), 256 << 20);
+        assert_eq!(default_produce_memory(Some(2 * gib), 2), 256 << 20);
+        assert_eq!(default_produce_memory(Some(gib), 2), 128 << 20);
+        assert_eq!(default_produce_memory(Some(gib / 4), 8), 16 << 20);
+        assert_eq!(default_produce_memory(None, 4), 256 << 20);
     }
 
     #[test]
