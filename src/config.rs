@@ -6,7 +6,7 @@
 //! default.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use crate::group::api::GroupConfig;
@@ -84,6 +84,9 @@ pub struct BrokerConfig {
     /// `max.connections.per.ip`: open connections from one address (Kafka's default,
     /// 2147483647, means no limit).
     pub max_connections_per_ip: u64,
+    /// `max.connections.per.ip.overrides`: per-address limits that replace the one above
+    /// (`127.0.0.1:200,10.0.0.5:5`; IP addresses only, 0 refuses the address).
+    pub max_connections_per_ip_overrides: BTreeMap<IpAddr, u32>,
     /// `ringbroker.produce.memory.max.bytes`: bytes of Produce requests one shard holds
     /// before its connections stop reading Produce requests; `None` until resolved from the
     /// machine's memory (see [`BrokerConfig::produce_memory_limit`]).
@@ -123,6 +126,7 @@ impl Default for BrokerConfig {
             fsync_on_acks_all: false,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: i32::MAX as u64,
+            max_connections_per_ip_overrides: BTreeMap::new(),
             produce_memory_max_bytes: None,
             log_defaults: LogConfig::default(),
             group: GroupConfig::default(),
@@ -249,6 +253,9 @@ impl BrokerConfig {
             }
             "max.connections" => self.max_connections = positive(value)? as usize,
             "max.connections.per.ip" => self.max_connections_per_ip = positive(value)? as u64,
+            "max.connections.per.ip.overrides" => {
+                self.max_connections_per_ip_overrides = parse_ip_overrides(value).map_err(bad)?
+            }
             "ringbroker.produce.memory.max.bytes" => {
                 self.produce_memory_max_bytes = Some(positive(value)? as usize)
             }
@@ -320,6 +327,28 @@ fn total_memory_bytes() -> Option<u64> {
         return None;
     }
     (info.totalram as u64).checked_mul(u64::from(info.mem_unit.max(1)))
+}
+
+/// Kafka's `max.connections.per.ip.overrides`: `host:count` pairs separated by commas. Only
+/// IP addresses are accepted (Kafka also resolves host names; a name here is an error rather
+/// than a lookup at startup). IPv6 addresses may be bracketed: `[::1]:10` or `::1:10`.
+fn parse_ip_overrides(v: &str) -> Result<BTreeMap<IpAddr, u32>, String> {
+    let mut out = BTreeMap::new();
+    for pair in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (host, count) = pair
+            .rsplit_once(':')
+            .ok_or_else(|| format!("expected IP:count, got {pair:?}"))?;
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        let ip: IpAddr = host
+            .parse()
+            .map_err(|_| format!("{host:?} is not an IP address (host names are not supported)"))?;
+        let count: u32 = count
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad connection count in {pair:?}"))?;
+        out.insert(ip.to_canonical(), count);
+    }
+    Ok(out)
 }
 
 /// Topic-level settings (CreateTopics configs, AlterConfigs) applied over the broker defaults.
@@ -577,6 +606,43 @@ mod tests {
         c.set("max.connections.per.ip", "50").expect("valid");
         assert_eq!((c.max_connections, c.max_connections_per_ip), (1000, 50));
         assert!(c.set("max.connections.per.ip", "0").is_err());
+    }
+
+    #[test]
+    fn per_ip_overrides_parse_ips_and_refuse_names() {
+        let mut c = BrokerConfig::default();
+        assert!(c.max_connections_per_ip_overrides.is_empty());
+        c.set(
+            "max.connections.per.ip.overrides",
+            "127.0.0.1:200, 10.0.0.5:5,[::1]:7,fe80::2:0,::ffff:10.0.0.6:3",
+        )
+        .expect("valid");
+        let o = &c.max_connections_per_ip_overrides;
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert_eq!(o.get(&ip("127.0.0.1")), Some(&200));
+        assert_eq!(o.get(&ip("10.0.0.5")), Some(&5));
+        assert_eq!(o.get(&ip("::1")), Some(&7));
+        assert_eq!(o.get(&ip("fe80::2")), Some(&0), "0 refuses the address");
+        assert_eq!(
+            o.get(&ip("10.0.0.6")),
+            Some(&3),
+            "mapped IPv4 is plain IPv4"
+        );
+        for bad in ["localhost:5", "127.0.0.1", "127.0.0.1:-1", "127.0.0.1:x"] {
+            let e = c.set("max.connections.per.ip.overrides", bad).unwrap_err();
+            assert!(
+                matches!(&e, ConfigError::BadValue { name, .. } if name == "max.connections.per.ip.overrides"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(c
+            .set("max.connections.per.ip.overrides", "localhost:5")
+            .unwrap_err()
+            .to_string()
+            .contains("not an IP address"),);
+        c.set("max.connections.per.ip.overrides", "")
+            .expect("empty");
+        assert!(c.max_connections_per_ip_overrides.is_empty());
     }
 
     #[test]

@@ -161,7 +161,11 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         bound: AtomicUsize::new(0),
         banner,
     });
-    let limits = ConnectionLimits::new(config.max_connections, config.max_connections_per_ip);
+    let limits = ConnectionLimits::new(
+        config.max_connections,
+        config.max_connections_per_ip,
+        &config.max_connections_per_ip_overrides,
+    );
     let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
         shard_main(ctx, config, stop, ready, limits)
     })?;
