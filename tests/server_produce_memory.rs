@@ -35,15 +35,15 @@ const REQUESTS_PER_PRODUCER: usize = 16;
 /// Each request carries one batch of this many records per partition.
 const RECORDS_PER_BATCH: usize = 8;
 const VALUE_BYTES: usize = 64 << 10;
-/// So each request is about 1 MiB, and all producers together send 128 MiB: 16 times the
-/// broker's combined limit. Each connection's own budget (`queued.max.request.bytes`, 64 MiB)
-/// would let all of it in at once.
-///
+// So each request is about 1 MiB, and all producers together send 128 MiB: 16 times the
+// broker's combined limit. Each connection's own budget (`queued.max.request.bytes`, 64 MiB)
+// would let all of it in at once.
+
 /// Broker resident memory allowed. Held produce data is bounded per shard by the limit plus
 /// what the other shard forwards (at most its own limit), and the log stages a copy of what it
 /// appends: 2 shards x 2 x 8 MiB x 2 = 64 MiB over a ~20 MiB idle broker, at worst. Measured
-/// (debug build, see the README's "Bounded resources"): about 45 MiB with the limit, about
-/// 200 MiB with `ringbroker.produce.memory.max.bytes` at 1 GiB.
+/// (debug build, see the README's "Bounded resources"): peaks of 57-62 MiB with the limit,
+/// 285 MiB with `ringbroker.produce.memory.max.bytes` at 1 GiB.
 const RSS_BOUND_KIB: u64 = 96 * 1024;
 
 fn rss_kib(pid: i32) -> Option<u64> {
