@@ -6,7 +6,7 @@
 //! default.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use crate::group::api::GroupConfig;
@@ -39,6 +39,13 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// connection, see tests/server_limits.rs) and still exceeds the ~28,000 ephemeral ports one
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
+
+/// Cap of the default `ringbroker.produce.memory.max.bytes` (per shard). A shard's appends
+/// drain at disk speed, and a group commit takes milliseconds: even at 1 GB/s, 10 ms of
+/// appends is 10 MB, so buffering more than this adds latency, not throughput.
+pub const PRODUCE_MEMORY_DEFAULT_CAP: usize = 256 << 20;
+/// Floor of the default, so that small machines still pipeline a few large requests.
+pub const PRODUCE_MEMORY_DEFAULT_FLOOR: usize = 16 << 20;
 
 /// Everything the broker process is configured with.
 #[derive(Debug, Clone)]
@@ -77,6 +84,13 @@ pub struct BrokerConfig {
     /// `max.connections.per.ip`: open connections from one address (Kafka's default,
     /// 2147483647, means no limit).
     pub max_connections_per_ip: u64,
+    /// `max.connections.per.ip.overrides`: per-address limits that replace the one above
+    /// (`127.0.0.1:200,10.0.0.5:5`; IP addresses only, 0 refuses the address).
+    pub max_connections_per_ip_overrides: BTreeMap<IpAddr, u32>,
+    /// `ringbroker.produce.memory.max.bytes`: bytes of Produce requests one shard holds
+    /// before its connections stop reading Produce requests; `None` until resolved from the
+    /// machine's memory (see [`BrokerConfig::produce_memory_limit`]).
+    pub produce_memory_max_bytes: Option<usize>,
     /// Topic defaults from the `log.*` broker properties.
     pub log_defaults: LogConfig,
     /// Consumer-group coordinator settings (`offsets.*`, `group.*`).
@@ -112,6 +126,8 @@ impl Default for BrokerConfig {
             fsync_on_acks_all: false,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: i32::MAX as u64,
+            max_connections_per_ip_overrides: BTreeMap::new(),
+            produce_memory_max_bytes: None,
             log_defaults: LogConfig::default(),
             group: GroupConfig::default(),
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -158,6 +174,14 @@ impl BrokerConfig {
     /// True unless `advertised.listeners` was set: clients are told the listen address.
     pub fn advertised_follows_listeners(&self) -> bool {
         !self.advertised_explicit
+    }
+
+    /// The per-shard produce memory limit: `ringbroker.produce.memory.max.bytes` if set, else
+    /// a quarter of the machine's RAM shared by the shards, between 16 and 256 MiB. A quarter
+    /// leaves the rest to the page cache (recent reads), fetch responses and everything else.
+    pub fn produce_memory_limit(&self) -> usize {
+        self.produce_memory_max_bytes
+            .unwrap_or_else(|| default_produce_memory(total_memory_bytes(), self.shards))
     }
 
     /// Sets one property from its string form (as in server.properties).
@@ -229,6 +253,12 @@ impl BrokerConfig {
             }
             "max.connections" => self.max_connections = positive(value)? as usize,
             "max.connections.per.ip" => self.max_connections_per_ip = positive(value)? as u64,
+            "max.connections.per.ip.overrides" => {
+                self.max_connections_per_ip_overrides = parse_ip_overrides(value).map_err(bad)?
+            }
+            "ringbroker.produce.memory.max.bytes" => {
+                self.produce_memory_max_bytes = Some(positive(value)? as usize)
+            }
             "log.segment.bytes" => self.log_defaults.segment_bytes = positive(value)? as u64,
             "log.roll.ms" => self.log_defaults.segment_ms = positive(value)?,
             "log.roll.hours" => {
@@ -275,6 +305,50 @@ impl BrokerConfig {
         }
         Ok(())
     }
+}
+
+/// A quarter of `total` RAM over `shards`, within [16 MiB, 256 MiB].
+fn default_produce_memory(total: Option<u64>, shards: usize) -> usize {
+    let Some(total) = total else {
+        return PRODUCE_MEMORY_DEFAULT_CAP;
+    };
+    let share = total / 4 / shards.max(1) as u64;
+    usize::try_from(share)
+        .unwrap_or(usize::MAX)
+        .clamp(PRODUCE_MEMORY_DEFAULT_FLOOR, PRODUCE_MEMORY_DEFAULT_CAP)
+}
+
+/// Physical memory of the machine (sysinfo(2)); `None` if it cannot be read.
+fn total_memory_bytes() -> Option<u64> {
+    // SAFETY: sysinfo fills a struct we own; it is zeroed plain data.
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pointer is valid for the call.
+    if unsafe { libc::sysinfo(&mut info) } != 0 {
+        return None;
+    }
+    (info.totalram as u64).checked_mul(u64::from(info.mem_unit.max(1)))
+}
+
+/// Kafka's `max.connections.per.ip.overrides`: `host:count` pairs separated by commas. Only
+/// IP addresses are accepted (Kafka also resolves host names; a name here is an error rather
+/// than a lookup at startup). IPv6 addresses may be bracketed: `[::1]:10` or `::1:10`.
+fn parse_ip_overrides(v: &str) -> Result<BTreeMap<IpAddr, u32>, String> {
+    let mut out = BTreeMap::new();
+    for pair in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (host, count) = pair
+            .rsplit_once(':')
+            .ok_or_else(|| format!("expected IP:count, got {pair:?}"))?;
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        let ip: IpAddr = host
+            .parse()
+            .map_err(|_| format!("{host:?} is not an IP address (host names are not supported)"))?;
+        let count: u32 = count
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad connection count in {pair:?}"))?;
+        out.insert(ip.to_canonical(), count);
+    }
+    Ok(out)
 }
 
 /// Topic-level settings (CreateTopics configs, AlterConfigs) applied over the broker defaults.
@@ -532,6 +606,60 @@ mod tests {
         c.set("max.connections.per.ip", "50").expect("valid");
         assert_eq!((c.max_connections, c.max_connections_per_ip), (1000, 50));
         assert!(c.set("max.connections.per.ip", "0").is_err());
+    }
+
+    #[test]
+    fn per_ip_overrides_parse_ips_and_refuse_names() {
+        let mut c = BrokerConfig::default();
+        assert!(c.max_connections_per_ip_overrides.is_empty());
+        c.set(
+            "max.connections.per.ip.overrides",
+            "127.0.0.1:200, 10.0.0.5:5,[::1]:7,fe80::2:0,::ffff:10.0.0.6:3",
+        )
+        .expect("valid");
+        let o = &c.max_connections_per_ip_overrides;
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert_eq!(o.get(&ip("127.0.0.1")), Some(&200));
+        assert_eq!(o.get(&ip("10.0.0.5")), Some(&5));
+        assert_eq!(o.get(&ip("::1")), Some(&7));
+        assert_eq!(o.get(&ip("fe80::2")), Some(&0), "0 refuses the address");
+        assert_eq!(
+            o.get(&ip("10.0.0.6")),
+            Some(&3),
+            "mapped IPv4 is plain IPv4"
+        );
+        for bad in ["localhost:5", "127.0.0.1", "127.0.0.1:-1", "127.0.0.1:x"] {
+            let e = c.set("max.connections.per.ip.overrides", bad).unwrap_err();
+            assert!(
+                matches!(&e, ConfigError::BadValue { name, .. } if name == "max.connections.per.ip.overrides"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(c
+            .set("max.connections.per.ip.overrides", "localhost:5")
+            .unwrap_err()
+            .to_string()
+            .contains("not an IP address"),);
+        c.set("max.connections.per.ip.overrides", "")
+            .expect("empty");
+        assert!(c.max_connections_per_ip_overrides.is_empty());
+    }
+
+    #[test]
+    fn produce_memory_limit_is_set_or_derived_from_ram() {
+        let mut c = BrokerConfig::default();
+        assert!((PRODUCE_MEMORY_DEFAULT_FLOOR..=PRODUCE_MEMORY_DEFAULT_CAP)
+            .contains(&c.produce_memory_limit()));
+        c.set("ringbroker.produce.memory.max.bytes", "8388608")
+            .expect("valid");
+        assert_eq!(c.produce_memory_limit(), 8 << 20);
+        assert!(c.set("ringbroker.produce.memory.max.bytes", "0").is_err());
+        let gib = 1u64 << 30;
+        assert_eq!(default_produce_memory(Some(64 * gib), 32), 256 << 20);
+        assert_eq!(default_produce_memory(Some(2 * gib), 2), 256 << 20);
+        assert_eq!(default_produce_memory(Some(gib), 2), 128 << 20);
+        assert_eq!(default_produce_memory(Some(gib / 4), 8), 16 << 20);
+        assert_eq!(default_produce_memory(None, 4), 256 << 20);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Bounded resources against the real broker binary: connection limits (`max.connections`,
-//! `max.connections.per.ip`), many held connections, a consumer that never reads its socket,
+//! `max.connections.per.ip` and its overrides), many held connections, a consumer that never reads its socket,
 //! and a flood of tiny pipelined requests. Throughout, another client must keep being served
 //! and the broker's resident memory must stay under a stated bound. Every loop is bounded in
 //! count and every wait in time; no test asserts on elapsed time.
@@ -264,9 +264,12 @@ fn assert_closed_by_broker(stream: &mut TcpStream, what: &str) {
 
 #[test]
 fn max_connections_per_ip_closes_the_extra_connection_only() {
-    let broker = Broker::start(&["max.connections.per.ip=50"]);
+    let broker = Broker::start(&[
+        "max.connections.per.ip=50",
+        "max.connections.per.ip.overrides=127.0.0.2:5,127.0.0.3:80",
+    ]);
     let local: IpAddr = [127, 0, 0, 1].into();
-    let other: IpAddr = [127, 0, 0, 2].into();
+    let other: IpAddr = [127, 0, 0, 4].into();
     let mut first = hold_served(50, || connect_from(local, broker.addr));
     let mut extra = connect_from(local, broker.addr);
     assert_closed_by_broker(&mut extra, "the 51st connection from 127.0.0.1");
@@ -294,6 +297,25 @@ fn max_connections_per_ip_closes_the_extra_connection_only() {
     assert!(
         log.contains("max.connections.per.ip (50) reached for 127.0.0.1"),
         "no warning naming the limit:\n{log}"
+    );
+
+    // max.connections.per.ip.overrides: a lower and a higher limit for two addresses (the
+    // refusal warnings are rate-limited per shard, so only behaviour is checked here).
+    let reduced: IpAddr = [127, 0, 0, 2].into();
+    let raised: IpAddr = [127, 0, 0, 3].into();
+    let _reduced_held = hold_served(5, || connect_from(reduced, broker.addr));
+    let mut extra = connect_from(reduced, broker.addr);
+    assert_closed_by_broker(&mut extra, "the 6th connection from 127.0.0.2 (override 5)");
+    let mut raised_held = hold_served(80, || connect_from(raised, broker.addr));
+    let mut extra = connect_from(raised, broker.addr);
+    assert_closed_by_broker(
+        &mut extra,
+        "the 81st connection from 127.0.0.3 (override 80)",
+    );
+    assert!(is_served(&mut raised_held[79]), "the 80th from {raised}");
+    assert!(
+        is_served(&mut first[0]),
+        "the default still applies to {local}"
     );
     broker.stop_cleanly();
 }

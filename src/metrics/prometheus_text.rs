@@ -10,6 +10,7 @@ use std::fmt::Write;
 use super::latency::{Latency, QUANTILES};
 use super::registry::{ApiStats, Stage};
 use super::snapshot::{group_lag, PartitionStats, ShardMetrics};
+use crate::util::memory_budget::MemoryBudgetStats;
 
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -174,6 +175,62 @@ pub fn render(shards: &[ShardMetrics]) -> String {
         out.family(name, kind, help);
         for s in shards {
             out.sample(name, &[("shard", &shard_label(s))], value(s) as f64);
+        }
+    }
+
+    type MemoryValue = fn(&MemoryBudgetStats) -> f64;
+    let produce_memory: [(&str, &str, &str, MemoryValue); 7] = [
+        (
+            "ringbroker_produce_memory_bytes",
+            "gauge",
+            "Bytes of Produce requests held on the shard now (read and not yet answered, or forwarded by another shard).",
+            |m| m.held as f64,
+        ),
+        (
+            "ringbroker_produce_memory_forwarded_bytes",
+            "gauge",
+            "Of ringbroker_produce_memory_bytes, produce data forwarded by other shards (counted, never waited for).",
+            |m| m.charged as f64,
+        ),
+        (
+            "ringbroker_produce_memory_peak_bytes",
+            "gauge",
+            "Highest ringbroker_produce_memory_bytes since the broker started.",
+            |m| m.peak as f64,
+        ),
+        (
+            "ringbroker_produce_memory_limit_bytes",
+            "gauge",
+            "ringbroker.produce.memory.max.bytes: past it, connections stop reading Produce requests.",
+            |m| m.limit as f64,
+        ),
+        (
+            "ringbroker_produce_memory_waiting_requests",
+            "gauge",
+            "Produce requests waiting for produce memory now (one per connection at most).",
+            |m| m.waiting as f64,
+        ),
+        (
+            "ringbroker_produce_memory_waits_total",
+            "counter",
+            "Produce requests that waited for produce memory before being read.",
+            |m| m.waits as f64,
+        ),
+        (
+            "ringbroker_produce_memory_wait_seconds_total",
+            "counter",
+            "Time Produce requests spent waiting for produce memory.",
+            |m| m.wait_time.as_secs_f64(),
+        ),
+    ];
+    for (name, kind, help, value) in produce_memory {
+        out.family(name, kind, help);
+        for s in shards {
+            out.sample(
+                name,
+                &[("shard", &shard_label(s))],
+                value(&s.produce_memory),
+            );
         }
     }
 
@@ -391,6 +448,15 @@ mod tests {
                 partition: id as i32,
                 committed_offset: 40,
             }],
+            produce_memory: MemoryBudgetStats {
+                limit: 8 << 20,
+                held: 1000 * (id + 1),
+                charged: 0,
+                peak: 9 << 20,
+                waiting: 1,
+                waits: 3,
+                wait_time: Duration::from_millis(250),
+            },
         }
     }
 
@@ -447,6 +513,22 @@ mod tests {
             2.0
         );
         assert_eq!(find("ringbroker_metrics_shards_reporting"), 2.0);
+        assert_eq!(
+            find(r#"ringbroker_produce_memory_bytes{shard="1"}"#),
+            2000.0
+        );
+        assert_eq!(
+            find(r#"ringbroker_produce_memory_waits_total{shard="0"}"#),
+            3.0
+        );
+        assert_eq!(
+            find(r#"ringbroker_produce_memory_wait_seconds_total{shard="0"}"#),
+            0.25
+        );
+        assert_eq!(
+            find(r#"ringbroker_produce_memory_limit_bytes{shard="0"}"#),
+            8388608.0
+        );
         // Each family is declared once, before its samples.
         let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
         let mut names: Vec<&str> = text

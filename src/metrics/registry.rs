@@ -16,7 +16,8 @@ use crate::protocol::messages::ApiKey;
 /// Where a request spends its time, in the order a produce request meets them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Frame fully read → its task starts running (in-flight byte budget + scheduling).
+    /// Frame fully read → its task starts running (a Fetch's turn, scheduling). The byte
+    /// budgets are waited for before the frame's body is read, so not here.
     Queue,
     /// Task started → body decoded (known API and version, body parsed).
     Decode,

@@ -1,6 +1,7 @@
 //! What one shard reports when asked for its metrics (sent over the mesh, so `Send`).
 
 use super::registry::Registry;
+use crate::util::memory_budget::MemoryBudgetStats;
 
 /// One shard's metrics at one moment.
 #[derive(Debug, Clone)]
@@ -11,6 +12,8 @@ pub struct ShardMetrics {
     pub partitions: Vec<PartitionStats>,
     /// Committed offsets of the groups whose coordinator runs on this shard.
     pub group_offsets: Vec<GroupOffset>,
+    /// The shard's produce memory budget (`ringbroker.produce.memory.max.bytes`).
+    pub produce_memory: MemoryBudgetStats,
 }
 
 /// Offsets and sizes of one partition log.

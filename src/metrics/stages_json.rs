@@ -119,6 +119,7 @@ mod tests {
             registry,
             partitions: Vec::new(),
             group_offsets: Vec::new(),
+            produce_memory: Default::default(),
         }
     }
 

@@ -16,11 +16,33 @@ pub enum FrameError {
     Io(#[from] std::io::Error),
 }
 
+/// A frame's size and, when the frame has one, the API key of the request it holds: what the
+/// connection needs to decide whether to read the rest now (memory budgets), before the body
+/// is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHead {
+    pub size: usize,
+    /// The first two bytes of the body (a request's API key); `None` for a 1-byte frame.
+    pub api_key: Option<i16>,
+}
+
 /// Reads one frame. `Ok(None)`: the peer closed the connection cleanly between frames.
 pub async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     limit: usize,
 ) -> Result<Option<Bytes>, FrameError> {
+    match read_frame_head(reader, limit).await? {
+        Some(head) => read_frame_body(reader, head).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Reads a frame's size prefix and its API key, checking the size against `limit`.
+/// `Ok(None)`: the peer closed the connection cleanly between frames.
+pub async fn read_frame_head<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    limit: usize,
+) -> Result<Option<FrameHead>, FrameError> {
     let mut size_bytes = [0u8; 4];
     let mut filled = 0;
     while filled < 4 {
@@ -42,15 +64,42 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     if size > limit {
         return Err(FrameError::TooLarge { size, limit });
     }
-    let mut buf = BytesMut::zeroed(size);
-    reader.read_exact(&mut buf).await.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            FrameError::Truncated
-        } else {
-            FrameError::Io(e)
+    let api_key = if size >= 2 {
+        let mut key = [0u8; 2];
+        reader.read_exact(&mut key).await.map_err(truncated)?;
+        Some(i16::from_be_bytes(key))
+    } else {
+        None
+    };
+    Ok(Some(FrameHead { size, api_key }))
+}
+
+/// Reads the rest of the frame whose head was read; returns the whole body (API key included).
+pub async fn read_frame_body<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    head: FrameHead,
+) -> Result<Bytes, FrameError> {
+    let mut buf = BytesMut::zeroed(head.size);
+    let start = match head.api_key {
+        Some(key) => {
+            buf[..2].copy_from_slice(&key.to_be_bytes());
+            2
         }
-    })?;
-    Ok(Some(buf.freeze()))
+        None => 0,
+    };
+    reader
+        .read_exact(&mut buf[start..])
+        .await
+        .map_err(truncated)?;
+    Ok(buf.freeze())
+}
+
+fn truncated(e: std::io::Error) -> FrameError {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        FrameError::Truncated
+    } else {
+        FrameError::Io(e)
+    }
 }
 
 #[cfg(test)]
@@ -85,5 +134,32 @@ mod tests {
             read(&[0xff, 0xff, 0xff, 0xff], 10),
             Err(FrameError::BadSize(-1))
         ));
+        assert_eq!(
+            read(&[0, 0, 0, 1, 9], 10).unwrap().unwrap(),
+            Bytes::from_static(&[9]),
+            "a 1-byte frame has no API key but is still read whole"
+        );
+        assert!(matches!(
+            read(&[0, 0, 0, 4, 0], 10),
+            Err(FrameError::Truncated)
+        ));
+    }
+
+    #[test]
+    fn the_head_is_read_before_the_body_is_allocated() {
+        futures_lite::future::block_on(async {
+            let mut r = futures_lite::io::Cursor::new(vec![0, 0, 0, 4, 0, 3, 0xaa, 0xbb]);
+            let head = read_frame_head(&mut r, 10).await.unwrap().unwrap();
+            assert_eq!(
+                head,
+                FrameHead {
+                    size: 4,
+                    api_key: Some(3)
+                }
+            );
+            assert_eq!(r.position(), 6, "only the size and the API key were read");
+            let body = read_frame_body(&mut r, head).await.unwrap();
+            assert_eq!(body, Bytes::from_static(&[0, 3, 0xaa, 0xbb]));
+        });
     }
 }

@@ -1,21 +1,26 @@
 //! One client connection: read frames, run each request as its own task, write responses in
-//! request order (pipelining), stop reading when too many bytes are in flight (backpressure).
+//! request order (pipelining), stop reading when too many bytes are in flight (backpressure):
+//! on this connection (`queued.max.request.bytes`), or, for Produce requests, on the shard
+//! (`ringbroker.produce.memory.max.bytes`, [`crate::util::memory_budget`]). Both budgets are
+//! waited for after a frame's size and API key are read and before its body is, so the bytes
+//! of a request the broker cannot take yet stay in the socket, not in the broker.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_lite::AsyncWriteExt;
+use futures_lite::{AsyncRead, AsyncWriteExt};
 
 use super::handlers::{self, HandlerError};
 use crate::metrics::registry::{self as metrics, RequestDone, Stage};
-use crate::protocol::frame::{read_frame, FrameError};
+use crate::protocol::frame::{read_frame_body, read_frame_head, FrameError};
 use crate::protocol::header::RequestFrame;
 use crate::protocol::messages::ApiKey;
 use crate::runtime::{self, Task, TcpStream};
 use crate::shard::Shard;
 use crate::util::local_oneshot;
+use crate::util::memory_budget::{MemoryBudget, MemoryPermit};
 use crate::util::shutdown::ShutdownSignal;
 
 /// Requests accepted but not yet answered, per connection.
@@ -80,6 +85,28 @@ type Pending = (
 
 /// Bytes of the length prefix in front of every frame (counted in the byte metrics).
 const LENGTH_PREFIX: usize = 4;
+
+/// Reads the next request frame once the connection's in-flight budget has room for it and,
+/// for a Produce request, once the shard's produce memory budget has too. `Ok(None)`: the
+/// client closed the connection between frames.
+async fn read_request<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    limit: usize,
+    budget: &ByteBudget,
+    produce_memory: &MemoryBudget,
+) -> Result<Option<(Bytes, Option<MemoryPermit>)>, FrameError> {
+    let Some(head) = read_frame_head(reader, limit).await? else {
+        return Ok(None);
+    };
+    budget.acquire(head.size).await;
+    let permit = if head.api_key == Some(ApiKey::Produce as i16) {
+        Some(produce_memory.acquire(head.size).await)
+    } else {
+        None
+    };
+    let body = read_frame_body(reader, head).await?;
+    Ok(Some((body, permit)))
+}
 
 /// Serves one connection until the client closes it, it misbehaves, or shutdown.
 pub async fn serve(
@@ -151,16 +178,16 @@ pub async fn serve(
 
     loop {
         let next = futures_lite::future::or(
-            async { Some(read_frame(&mut reader, limit).await) },
+            async { Some(read_request(&mut reader, limit, &budget, &shard.produce_memory).await) },
             async {
                 shutdown.wait().await;
                 None
             },
         )
         .await;
-        let frame = match next {
+        let (frame, produce_permit) = match next {
             None => break,
-            Some(Ok(Some(frame))) => frame,
+            Some(Ok(Some(read))) => read,
             Some(Ok(None)) => break,
             Some(Err(FrameError::Truncated)) => {
                 tracing::debug!(peer = %peer, "client disconnected mid-request");
@@ -180,7 +207,6 @@ pub async fn serve(
                 break;
             }
         };
-        budget.acquire(size).await;
         let (api_key, version) = (request.api_key, request.api_version);
         if api_key == ApiKey::Fetch as i16 {
             fetch_turn.acquire(1).await;
@@ -189,6 +215,8 @@ pub async fn serve(
         let task_peer = Rc::clone(&request_peer);
         let (decoded_tx, decoded_rx) = local_oneshot::channel();
         let task = runtime::spawn(async move {
+            // Held until the handler is done with the request's bytes (appends answered).
+            let _produce_memory = produce_permit;
             let started = Instant::now();
             metrics::record_stage(Stage::Queue, started.saturating_duration_since(read_at));
             let response = handlers::dispatch(&task_shard, &request, &task_peer, decoded_tx).await;

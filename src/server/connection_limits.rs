@@ -1,5 +1,5 @@
-//! Broker-wide connection limits, Kafka's `max.connections` and `max.connections.per.ip`,
-//! enforced by every shard's accept loop.
+//! Broker-wide connection limits, Kafka's `max.connections`, `max.connections.per.ip` and
+//! `max.connections.per.ip.overrides`, enforced by every shard's accept loop.
 //!
 //! A client can land on any shard (SO_REUSEPORT hashes the whole 4-tuple), so a per-shard
 //! share of the limit (limit / shards) would refuse a client whose connections happen to pile
@@ -16,15 +16,20 @@
 //! once; an address that finds no free word is admitted untracked (and logged) rather than
 //! refused.
 //!
+//! An address in the overrides gets its own limit instead of `max.connections.per.ip` (the
+//! overrides are a small map read once per accepted connection); with overrides but no
+//! default per-IP limit, only the listed addresses are counted.
+//!
 //! Unlike Kafka, which stops accepting while `max.connections` is reached, a connection over
 //! either limit is accepted and closed at once: nothing waits in the kernel's accept queue.
 
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Words of the per-IP table (512 KiB); only allocated when `max.connections.per.ip` is set.
+/// Words of the per-IP table (512 KiB); only allocated when a per-IP limit is set.
 const PER_IP_SLOTS: usize = 1 << 16;
 /// Consecutive words an address may occupy.
 const PROBE_WINDOW: usize = 16;
@@ -37,12 +42,16 @@ pub enum Refusal {
     Total { limit: usize },
     #[error("max.connections.per.ip ({limit}) reached for {ip}")]
     PerIp { limit: u32, ip: IpAddr },
+    #[error("max.connections.per.ip.overrides ({limit}) reached for {ip}")]
+    PerIpOverride { limit: u32, ip: IpAddr },
 }
 
 /// The counts shared by every shard.
 pub struct ConnectionLimits {
     max_total: usize,
     max_per_ip: u32,
+    /// Per-address limits replacing `max_per_ip`.
+    overrides: HashMap<IpAddr, u32>,
     total: AtomicUsize,
     /// Empty when there is no per-IP limit.
     per_ip: Box<[AtomicU64]>,
@@ -64,10 +73,19 @@ impl Drop for Admitted {
 }
 
 impl ConnectionLimits {
-    /// `max_per_ip` of `u32::MAX` or more means no per-IP limit (Kafka's default).
-    pub fn new(max_total: usize, max_per_ip: u64) -> Arc<ConnectionLimits> {
-        let max_per_ip = u32::try_from(max_per_ip).unwrap_or(u32::MAX);
-        let slots = if max_per_ip == u32::MAX {
+    /// `max_per_ip` of 2147483647 (Kafka's default) or more means no per-IP limit.
+    pub fn new(
+        max_total: usize,
+        max_per_ip: u64,
+        overrides: &BTreeMap<IpAddr, u32>,
+    ) -> Arc<ConnectionLimits> {
+        // Kafka's default used to count here as a real limit: the table was always allocated
+        // and every accept paid for compare-and-swaps on it.
+        let max_per_ip = match u32::try_from(max_per_ip) {
+            Ok(n) if n < i32::MAX as u32 => n,
+            _ => u32::MAX,
+        };
+        let slots = if max_per_ip == u32::MAX && overrides.is_empty() {
             0
         } else {
             PER_IP_SLOTS
@@ -75,6 +93,10 @@ impl ConnectionLimits {
         Arc::new(ConnectionLimits {
             max_total,
             max_per_ip,
+            overrides: overrides
+                .iter()
+                .map(|(ip, n)| (ip.to_canonical(), *n))
+                .collect(),
             total: AtomicUsize::new(0),
             per_ip: (0..slots).map(|_| AtomicU64::new(0)).collect(),
         })
@@ -97,14 +119,21 @@ impl ConnectionLimits {
                 limit: self.max_total,
             });
         }
-        let slot = if self.tracks_ips() {
-            match self.take_slot(ip) {
+        // An IPv4 client of a dual-stack listener shows up as ::ffff:a.b.c.d.
+        let ip = ip.to_canonical();
+        let (limit, overridden) = match self.overrides.get(&ip) {
+            Some(n) => (*n, true),
+            None => (self.max_per_ip, false),
+        };
+        let slot = if self.tracks_ips() && limit != u32::MAX {
+            match self.take_slot(ip, limit) {
                 SlotOutcome::Taken(slot) => Some(slot),
                 SlotOutcome::Full => {
                     self.total.fetch_sub(1, Ordering::AcqRel);
-                    return Err(Refusal::PerIp {
-                        limit: self.max_per_ip,
-                        ip,
+                    return Err(if overridden {
+                        Refusal::PerIpOverride { limit, ip }
+                    } else {
+                        Refusal::PerIp { limit, ip }
                     });
                 }
                 SlotOutcome::NoRoom => {
@@ -121,7 +150,10 @@ impl ConnectionLimits {
         })
     }
 
-    fn take_slot(&self, ip: IpAddr) -> SlotOutcome {
+    fn take_slot(&self, ip: IpAddr, limit: u32) -> SlotOutcome {
+        if limit == 0 {
+            return SlotOutcome::Full;
+        }
         let (start, fingerprint) = self.place(ip);
         let mask = self.per_ip.len() - 1;
         'again: loop {
@@ -131,7 +163,7 @@ impl ConnectionLimits {
                 if word >> 32 != fingerprint {
                     continue;
                 }
-                if word & COUNT_MASK >= u64::from(self.max_per_ip) {
+                if word & COUNT_MASK >= u64::from(limit) {
                     return SlotOutcome::Full;
                 }
                 if self.per_ip[slot]
@@ -206,7 +238,8 @@ mod tests {
 
     #[test]
     fn total_limit_counts_every_address() {
-        let limits = ConnectionLimits::new(3, u64::MAX);
+        let limits = ConnectionLimits::new(3, i32::MAX as u64, &BTreeMap::new());
+        assert!(!limits.tracks_ips(), "Kafka's default is no per-IP limit");
         let held: Vec<_> = (1..=3)
             .map(|i| limits.admit(ip(i)).expect("under"))
             .collect();
@@ -218,7 +251,7 @@ mod tests {
 
     #[test]
     fn per_ip_limit_is_per_address_and_released_on_drop() {
-        let limits = ConnectionLimits::new(1000, 2);
+        let limits = ConnectionLimits::new(1000, 2, &BTreeMap::new());
         let a1 = limits.admit(ip(1)).expect("first");
         let _a2 = limits.admit(ip(1)).expect("second");
         assert!(matches!(
@@ -236,10 +269,67 @@ mod tests {
     }
 
     #[test]
+    fn overrides_replace_the_per_ip_limit_for_their_addresses() {
+        let overrides: BTreeMap<IpAddr, u32> =
+            [(ip(2), 4), (ip(3), 0), (IpAddr::from([10, 0, 0, 1]), 1)].into();
+        let limits = ConnectionLimits::new(1000, 2, &overrides);
+        let admit_all = |a: IpAddr| {
+            let mut held = Vec::new();
+            while let Ok(h) = limits.admit(a) {
+                held.push(h);
+                assert!(held.len() <= 10, "no limit for {a}");
+            }
+            (held, limits.admit(a).err())
+        };
+        let (one, refusal) = admit_all(ip(1));
+        assert_eq!(
+            (one.len(), refusal),
+            (
+                2,
+                Some(Refusal::PerIp {
+                    limit: 2,
+                    ip: ip(1)
+                })
+            )
+        );
+        let (two, refusal) = admit_all(ip(2));
+        assert_eq!(
+            (two.len(), refusal),
+            (
+                4,
+                Some(Refusal::PerIpOverride {
+                    limit: 4,
+                    ip: ip(2)
+                })
+            )
+        );
+        assert_eq!(admit_all(ip(3)).0.len(), 0, "0 refuses the address");
+        // The IPv4-mapped form of an overridden address is the same address.
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().expect("ip");
+        let (mapped_held, refusal) = admit_all(mapped);
+        assert_eq!(mapped_held.len(), 1);
+        assert!(refusal
+            .expect("refused")
+            .to_string()
+            .contains("max.connections.per.ip.overrides (1) reached for 10.0.0.1"));
+        assert_eq!(limits.open_connections(), 7);
+
+        // Overrides alone: only the listed addresses are limited.
+        let limits = ConnectionLimits::new(1000, u64::MAX, &overrides);
+        let _held: Vec<_> = (0..20)
+            .map(|_| limits.admit(ip(1)).expect("no default limit"))
+            .collect();
+        let _two: Vec<_> = (0..4)
+            .map(|_| limits.admit(ip(2)).expect("under"))
+            .collect();
+        assert!(limits.admit(ip(2)).is_err());
+    }
+
+    #[test]
     fn a_crowded_window_neither_splits_nor_loses_counts() {
         // Many addresses so that windows overlap; free some in between and check that
         // every address still stops at exactly its limit.
-        let limits = ConnectionLimits::new(usize::MAX, 3);
+        let limits = ConnectionLimits::new(usize::MAX, 3, &BTreeMap::new());
         let addresses: Vec<IpAddr> = (0..20_000u32)
             .map(|i| IpAddr::from((0x0a00_0000u32 + i).to_be_bytes()))
             .collect();

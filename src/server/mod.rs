@@ -125,6 +125,8 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         config.advertised_port = listen.port();
     }
     config.listen = listen;
+    // Resolved once, so that every shard gets the same limit and the log says which.
+    config.produce_memory_max_bytes = Some(config.produce_memory_limit());
     config.metrics_listen = crate::metrics::endpoint::reserve(&config)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -140,6 +142,7 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         shards = shards.shards,
         pinned = shards.pin,
         node_id = config.node_id,
+        produce_memory_per_shard = config.produce_memory_limit(),
         "starting"
     );
     // The "listening on" line is printed by the last shard to bind: from then on every shard
@@ -158,7 +161,11 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         bound: AtomicUsize::new(0),
         banner,
     });
-    let limits = ConnectionLimits::new(config.max_connections, config.max_connections_per_ip);
+    let limits = ConnectionLimits::new(
+        config.max_connections,
+        config.max_connections_per_ip,
+        &config.max_connections_per_ip_overrides,
+    );
     let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
         shard_main(ctx, config, stop, ready, limits)
     })?;

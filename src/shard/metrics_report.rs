@@ -57,6 +57,7 @@ impl Shard {
             registry: metrics::registry::snapshot(),
             partitions,
             group_offsets,
+            produce_memory: self.produce_memory.stats(),
         }
     }
 

@@ -30,6 +30,7 @@ use crate::log::{partition_dir_name, AppendOptions, Log, LogError};
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::local_oneshot;
+use crate::util::memory_budget::MemoryBudget;
 use messages::{
     AdminError, AdminOp, FetchedData, MeshMessage, PartitionError, PartitionOp, PartitionResult,
     ShardReply, ShardRequest,
@@ -68,6 +69,9 @@ pub struct Shard {
     groups: group_service::GroupService,
     /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
     producer_ids: producer_ids::ProducerIdAllocator,
+    /// Bytes of Produce requests held on this shard (`ringbroker.produce.memory.max.bytes`):
+    /// requests its connections read, and produce data other shards forwarded to it.
+    pub produce_memory: MemoryBudget,
 }
 
 impl Shard {
@@ -98,6 +102,7 @@ impl Shard {
             }
         };
         let config_group = config.group.clone();
+        let produce_memory = MemoryBudget::new(config.produce_memory_limit());
         let shard = Rc::new(Shard {
             id,
             count,
@@ -111,6 +116,7 @@ impl Shard {
             admin_waiters: RefCell::new(Vec::new()),
             groups: group_service::GroupService::new(config_group),
             producer_ids: producer_ids::ProducerIdAllocator::new(),
+            produce_memory,
         });
         let meta = shard.metadata();
         shard.open_owned_logs(&meta).await?;
@@ -223,8 +229,15 @@ impl Shard {
                         }
                         MeshMessage::Request { id, from, request } => {
                             let shard = Rc::clone(&shard);
+                            // Forwarded produce data is held here until answered: counted,
+                            // never waited for (the sender admitted it; waiting could
+                            // deadlock two shards forwarding to each other).
+                            let forwarded = produce_bytes(&request);
+                            let permit =
+                                (forwarded > 0).then(|| shard.produce_memory.charge(forwarded));
                             runtime::spawn_detached(async move {
                                 let reply = shard.execute_request(request).await;
+                                drop(permit);
                                 if shard
                                     .ctx
                                     .send_to(from, MeshMessage::Reply { id, reply })
@@ -669,6 +682,20 @@ impl Shard {
                 tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a partition failed");
             }
         }
+    }
+}
+
+/// Bytes of record data in a request's produce operations.
+fn produce_bytes(request: &ShardRequest) -> usize {
+    match request {
+        ShardRequest::Partitions(ops) => ops
+            .iter()
+            .map(|op| match op {
+                PartitionOp::Produce { records, .. } => records.len(),
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
     }
 }
 

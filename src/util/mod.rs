@@ -1,3 +1,4 @@
 //! Small building blocks that are not about Kafka.
 pub mod local_oneshot;
+pub mod memory_budget;
 pub mod shutdown;
