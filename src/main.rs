@@ -17,6 +17,14 @@ static ALLOCATOR: ringbroker::alloc_guard::GuardedAllocator =
     about = "A Kafka-compatible streaming broker, thread-per-core on io_uring"
 )]
 struct Cli {
+    /// Log lines on stderr as `text` or `json` (one object per line); default text, or the
+    /// environment variable RINGBROKER_LOG_FORMAT.
+    #[arg(long, global = true, value_name = "text|json")]
+    log_format: Option<String>,
+    /// Log level (error, warn, info, debug, trace) or tracing filter directives; RUST_LOG,
+    /// when set, wins.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -78,14 +86,11 @@ enum LogCommand {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    if let Err(e) = init_logging(&cli) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Serve(args) => match serve_config(args) {
             Ok(config) => match ringbroker::server::serve(config) {
@@ -122,6 +127,17 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn init_logging(cli: &Cli) -> Result<(), ringbroker::logging::LoggingError> {
+    let format = match &cli.log_format {
+        Some(f) => f.parse()?,
+        None => match std::env::var("RINGBROKER_LOG_FORMAT") {
+            Ok(f) if !f.trim().is_empty() => f.parse()?,
+            _ => ringbroker::logging::LogFormat::default(),
+        },
+    };
+    ringbroker::logging::init(format, cli.log_level.as_deref())
 }
 
 fn serve_config(
