@@ -10,6 +10,7 @@ pub mod alloc_guard;
 pub mod bench;
 pub mod client;
 pub mod config;
+pub mod config_listing;
 pub mod group;
 pub mod log;
 pub mod logging;

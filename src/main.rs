@@ -68,6 +68,10 @@ struct ServeArgs {
     /// Any broker property, repeatable: --set num.partitions=3
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
+    /// Validate the configuration, print every property with its effective value (marking
+    /// those set explicitly) and exit: 0 if valid, 2 if not. Starts nothing, touches no files.
+    #[arg(long)]
+    check_config: bool,
 }
 
 #[derive(Subcommand)]
@@ -92,6 +96,25 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
+        Command::Serve(args) if args.check_config => match serve_config(args) {
+            Ok(config) => {
+                use std::io::Write;
+                let mut text = ringbroker::config_listing::render(&config.effective_properties());
+                text.push_str("# configuration is valid\n");
+                match std::io::stdout().lock().write_all(text.as_bytes()) {
+                    // A closed pipe (`| head`) is the reader's choice, not a failure.
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        eprintln!("error: cannot write the listing: {e}");
+                        ExitCode::from(1)
+                    }
+                    _ => ExitCode::SUCCESS,
+                }
+            }
+            Err(e) => {
+                eprintln!("error: invalid configuration: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Serve(args) => match serve_config(args) {
             Ok(config) => match ringbroker::server::serve(config) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -160,7 +183,7 @@ fn serve_config(
         config.set("listeners", listen)?;
     }
     if let Some(dir) = &args.data_dir {
-        config.data_dir = dir.clone();
+        config.set_data_dir(dir.clone());
     }
     if let Some(shards) = args.shards {
         config.set("num.shards", &shards.to_string())?;
