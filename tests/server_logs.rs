@@ -255,7 +255,10 @@ fn startup_line_reports_recovery_after_a_restart_with_data() {
     // The environment variable selects JSON as well as the flag does.
     let mut b = Broker::start_with_args(&[], &[("RINGBROKER_LOG_FORMAT", "json")], &[]);
     let first = wait_for_json_line(&b, "startup", is_startup);
-    assert_eq!(first["unclean_logs"], 0, "{first}");
+    assert_eq!(
+        first["unclean_logs"], 0,
+        "new partitions are not unclean: {first}"
+    );
     {
         let mut c = b.client();
         c.create_topic(TOPIC, 2, &[]);
@@ -305,5 +308,19 @@ fn startup_line_reports_recovery_after_a_restart_with_data() {
         len,
         "cut back"
     );
+    // kill -9: no clean-shutdown markers, so the next start scans the logs with data.
+    b.kill9_and_restart();
+    let starts: Vec<Value> = json_lines(&b).into_iter().filter(is_startup).collect();
+    assert_eq!(starts.len(), 3, "one startup line per start");
+    let third = &starts[2];
+    assert!(
+        third["unclean_logs"].as_u64().is_some_and(|n| n >= 2),
+        "{third}"
+    );
+    assert!(
+        third["scanned_segments"].as_u64().is_some_and(|n| n >= 2),
+        "{third}"
+    );
+    assert_eq!(third["truncated_logs"], 0, "{third}");
     b.stop_cleanly();
 }

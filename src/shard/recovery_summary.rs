@@ -13,7 +13,7 @@ pub struct RecoverySummary {
     pub segments: usize,
     /// Bytes of log data kept.
     pub bytes: u64,
-    /// Logs opened without the clean-shutdown marker (after a crash or kill -9).
+    /// Existing logs opened without the clean-shutdown marker (after a crash or kill -9).
     pub unclean_logs: usize,
     /// Segments read batch by batch (CRC-checked) rather than trusted, and bytes read.
     pub scanned_segments: usize,
@@ -39,7 +39,8 @@ impl RecoverySummary {
         self.partitions += 1;
         self.segments += report.segments;
         self.bytes += bytes;
-        self.unclean_logs += usize::from(!report.clean_shutdown);
+        // A new partition has no marker either, but nothing to recover.
+        self.unclean_logs += usize::from(!report.clean_shutdown && report.segments > 0);
         self.scanned_segments += report.scanned_segments;
         self.scanned_bytes += report.scanned_bytes;
         self.rebuilt_indexes += report.rebuilt_indexes.len();
