@@ -5,7 +5,7 @@
 //! Kafka name. Unknown properties are an error, so a typo does not silently fall back to a
 //! default.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
@@ -39,6 +39,15 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// connection, see tests/server_limits.rs) and still exceeds the ~28,000 ephemeral ports one
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
+/// `ringbroker.log.slow.fsync.warn.ms` unless set: an fdatasync slower than this is logged
+/// (rate-limited). Half a second is far beyond a healthy disk (SSD: < 10 ms; HDD: < 50 ms).
+pub const DEFAULT_SLOW_FSYNC_WARN_MS: u64 = 500;
+/// `ringbroker.disk.free.warn.bytes` unless set (1 GiB): below this the data dir is about to
+/// fill, and appends will fail with a full disk.
+pub const DEFAULT_DISK_FREE_WARN_BYTES: u64 = 1 << 30;
+/// `ringbroker.disk.free.warn.percent` unless set (Redpanda's
+/// `storage_space_alert_free_threshold_percent` is 5 as well).
+pub const DEFAULT_DISK_FREE_WARN_PERCENT: u64 = 5;
 
 /// Cap of the default `ringbroker.produce.memory.max.bytes` (per shard). A shard's appends
 /// drain at disk speed, and a group commit takes milliseconds: even at 1 GB/s, 10 ms of
@@ -102,6 +111,17 @@ pub struct BrokerConfig {
     /// Whether `ringbroker.metrics.listen` was set. The default address is best effort (a
     /// busy port is logged and the broker runs without metrics); a chosen one must bind.
     pub metrics_listen_explicit: bool,
+    /// `ringbroker.log.slow.fsync.warn.ms`: fdatasyncs slower than this are logged; 0 = never.
+    pub slow_fsync_warn_ms: u64,
+    /// `ringbroker.disk.free.warn.bytes`: warn when the data dir's filesystem has less free
+    /// space than this; 0 disables this threshold.
+    pub disk_free_warn_bytes: u64,
+    /// `ringbroker.disk.free.warn.percent`: warn when less than this percentage of the
+    /// filesystem is free; 0 disables this threshold. Either threshold crossed warns.
+    pub disk_free_warn_percent: u64,
+    /// Canonical names of the properties set explicitly (file, `--set`, flags), for
+    /// `serve --check-config`.
+    explicit: BTreeSet<&'static str>,
 }
 
 impl Default for BrokerConfig {
@@ -133,6 +153,10 @@ impl Default for BrokerConfig {
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             metrics_listen: Some(DEFAULT_METRICS_LISTEN),
             metrics_listen_explicit: false,
+            slow_fsync_warn_ms: DEFAULT_SLOW_FSYNC_WARN_MS,
+            disk_free_warn_bytes: DEFAULT_DISK_FREE_WARN_BYTES,
+            disk_free_warn_percent: DEFAULT_DISK_FREE_WARN_PERCENT,
+            explicit: BTreeSet::new(),
         }
     }
 }
@@ -184,8 +208,31 @@ impl BrokerConfig {
             .unwrap_or_else(|| default_produce_memory(total_memory_bytes(), self.shards))
     }
 
+    /// Sets the data directory (`--data-dir`: a path, which need not be UTF-8 as a property
+    /// value would).
+    pub fn set_data_dir(&mut self, dir: PathBuf) {
+        self.data_dir = dir;
+        self.explicit.insert("log.dirs");
+    }
+
+    /// Whether the property (by canonical name) was set rather than left at its default.
+    pub fn is_explicit(&self, canonical_name: &str) -> bool {
+        self.explicit.contains(canonical_name)
+    }
+
     /// Sets one property from its string form (as in server.properties).
+    ///
+    /// Only names of [`crate::config_listing::BROKER_PROPERTIES`] (or their aliases) are
+    /// accepted, so that every settable property is listed by `serve --check-config`.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let canonical = crate::config_listing::canonical_name(name)
+            .ok_or_else(|| ConfigError::UnknownProperty(name.to_string()))?;
+        self.set_known(name, value)?;
+        self.explicit.insert(canonical);
+        Ok(())
+    }
+
+    fn set_known(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let bad = |reason: String| ConfigError::BadValue {
             name: name.to_string(),
             reason,
@@ -208,6 +255,10 @@ impl BrokerConfig {
                 "false" => Ok(false),
                 other => Err(bad(format!("expected true or false, got {other:?}"))),
             }
+        };
+        let non_negative = |v: &str| -> Result<u64, ConfigError> {
+            let n = int(v)?;
+            u64::try_from(n).map_err(|_| bad(format!("must not be negative, got {n}")))
         };
         match name {
             "node.id" | "broker.id" => self.node_id = narrow(int(value)?).map_err(bad)?,
@@ -301,6 +352,16 @@ impl BrokerConfig {
                 self.group.offsets_retention_ms = positive(value)?.saturating_mul(60_000)
             }
             "producer.id.expiration.ms" => self.producer_id_expiration_ms = positive(value)?,
+            "ringbroker.log.slow.fsync.warn.ms" => self.slow_fsync_warn_ms = non_negative(value)?,
+            "ringbroker.disk.free.warn.bytes" => self.disk_free_warn_bytes = non_negative(value)?,
+            "ringbroker.disk.free.warn.percent" => {
+                let n = non_negative(value)?;
+                if n > 100 {
+                    return Err(bad(format!("must be between 0 and 100, got {n}")));
+                }
+                self.disk_free_warn_percent = n;
+            }
+            // A name of the table with no arm here: caught by config_listing's tests.
             _ => return Err(ConfigError::UnknownProperty(name.to_string())),
         }
         Ok(())

@@ -5,13 +5,17 @@
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
 //! - [`client`]: the project's own Kafka client; [`bench`]: the `ringbroker bench` load generator
 //! - [`metrics`]: per-shard latency and request metrics, the Prometheus endpoint
+//! - [`logging`]: the log subscriber (text or JSON); [`health`]: slow-fsync and low-disk warnings
 pub mod alloc_guard;
 pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod config_listing;
 pub mod group;
+pub mod health;
 pub mod log;
+pub mod logging;
 pub mod metrics;
 pub mod producer_snapshot;
 pub mod producer_state;

@@ -17,6 +17,14 @@ static ALLOCATOR: ringbroker::alloc_guard::GuardedAllocator =
     about = "A Kafka-compatible streaming broker, thread-per-core on io_uring"
 )]
 struct Cli {
+    /// Log lines on stderr as `text` or `json` (one object per line); default text, or the
+    /// environment variable RINGBROKER_LOG_FORMAT.
+    #[arg(long, global = true, value_name = "text|json")]
+    log_format: Option<String>,
+    /// Log level (error, warn, info, debug, trace) or tracing filter directives; RUST_LOG,
+    /// when set, wins.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -60,6 +68,10 @@ struct ServeArgs {
     /// Any broker property, repeatable: --set num.partitions=3
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
+    /// Validate the configuration, print every property with its effective value (marking
+    /// those set explicitly) and exit: 0 if valid, 2 if not. Starts nothing, touches no files.
+    #[arg(long)]
+    check_config: bool,
 }
 
 #[derive(Subcommand)]
@@ -78,15 +90,31 @@ enum LogCommand {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    if let Err(e) = init_logging(&cli) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     match cli.command {
+        Command::Serve(args) if args.check_config => match serve_config(args) {
+            Ok(config) => {
+                use std::io::Write;
+                let mut text = ringbroker::config_listing::render(&config.effective_properties());
+                text.push_str("# configuration is valid\n");
+                match std::io::stdout().lock().write_all(text.as_bytes()) {
+                    // A closed pipe (`| head`) is the reader's choice, not a failure.
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        eprintln!("error: cannot write the listing: {e}");
+                        ExitCode::from(1)
+                    }
+                    _ => ExitCode::SUCCESS,
+                }
+            }
+            Err(e) => {
+                eprintln!("error: invalid configuration: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Serve(args) => match serve_config(args) {
             Ok(config) => match ringbroker::server::serve(config) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -124,6 +152,17 @@ fn main() -> ExitCode {
     }
 }
 
+fn init_logging(cli: &Cli) -> Result<(), ringbroker::logging::LoggingError> {
+    let format = match &cli.log_format {
+        Some(f) => f.parse()?,
+        None => match std::env::var("RINGBROKER_LOG_FORMAT") {
+            Ok(f) if !f.trim().is_empty() => f.parse()?,
+            _ => ringbroker::logging::LogFormat::default(),
+        },
+    };
+    ringbroker::logging::init(format, cli.log_level.as_deref())
+}
+
 fn serve_config(
     args: ServeArgs,
 ) -> Result<ringbroker::config::BrokerConfig, ringbroker::config::ConfigError> {
@@ -144,7 +183,7 @@ fn serve_config(
         config.set("listeners", listen)?;
     }
     if let Some(dir) = &args.data_dir {
-        config.data_dir = dir.clone();
+        config.set_data_dir(dir.clone());
     }
     if let Some(shards) = args.shards {
         config.set("num.shards", &shards.to_string())?;

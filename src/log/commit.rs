@@ -186,11 +186,14 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
 /// (segment base, its written mark, index entries persisted, time entries persisted, sealed)
 type Written = Vec<(i64, SegmentMark, usize, usize, bool)>;
 
-/// Every fdatasync of the committer goes through here, to be timed.
-async fn timed_fdatasync(file: &runtime::File) -> std::io::Result<()> {
+/// Every fdatasync of the committer goes through here, to be timed (metrics, and a
+/// rate-limited warning when one is slow).
+async fn timed_fdatasync(file: &runtime::File, dir: &Path) -> std::io::Result<()> {
     let started = Instant::now();
     let result = file.fdatasync().await;
-    record_stage(Stage::Fsync, started.elapsed());
+    let took = started.elapsed();
+    record_stage(Stage::Fsync, took);
+    crate::health::slow_fsync::record(dir, took);
     result
 }
 
@@ -267,18 +270,18 @@ async fn execute(
         }
         if seg.seal {
             fsyncs += 3;
-            timed_fdatasync(&files.log)
+            timed_fdatasync(&files.log, dir)
                 .await
                 .map_err(err("syncing a segment"))?;
-            timed_fdatasync(&files.index)
+            timed_fdatasync(&files.index, dir)
                 .await
                 .map_err(err("syncing an index"))?;
-            timed_fdatasync(&files.time_index)
+            timed_fdatasync(&files.time_index, dir)
                 .await
                 .map_err(err("syncing a time index"))?;
         } else if sync {
             fsyncs += 1;
-            timed_fdatasync(&files.log)
+            timed_fdatasync(&files.log, dir)
                 .await
                 .map_err(err("syncing a segment"))?;
         }

@@ -239,16 +239,23 @@ impl Log {
         let leo = segments[segments.len() - 1].next_offset;
         let log_start = start_hint.clamp(first_base, leo);
         let report = loaded.report;
-        tracing::info!(
-            dir = %dir.display(),
-            clean = report.clean_shutdown,
-            segments = report.segments,
-            scanned_segments = report.scanned_segments,
-            scanned_bytes = report.scanned_bytes,
-            log_start,
-            log_end = leo,
-            "log loaded"
-        );
+        // Per log: info only when an existing log was not closed cleanly (a broker with
+        // thousands of partitions would otherwise log thousands of lines per start; the
+        // startup line has the totals). A new partition has no segments yet.
+        if report.clean_shutdown || report.segments == 0 {
+            tracing::debug!(dir = %dir.display(), segments = report.segments, log_start, log_end = leo, "log loaded");
+        } else {
+            tracing::info!(
+                dir = %dir.display(),
+                clean = report.clean_shutdown,
+                segments = report.segments,
+                scanned_segments = report.scanned_segments,
+                scanned_bytes = report.scanned_bytes,
+                log_start,
+                log_end = leo,
+                "log loaded"
+            );
+        }
         let state = LogState {
             config,
             segments,

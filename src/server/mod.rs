@@ -11,6 +11,7 @@ pub mod connection;
 pub mod connection_limits;
 pub mod handlers;
 mod refusal_log;
+mod startup_log;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,9 @@ use std::time::Duration;
 
 use self::connection_limits::ConnectionLimits;
 use self::refusal_log::RefusalLog;
+use self::startup_log::StartupInfo;
 use crate::config::BrokerConfig;
+use crate::health::disk_space::{self, DiskSpaceWatch, DiskThresholds};
 use crate::runtime::{self, ShardContext, ShardsConfig, TcpListener};
 use crate::shard::messages::MeshMessage;
 use crate::shard::Shard;
@@ -119,6 +122,7 @@ const PORT_RELEASE_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs the broker until SIGTERM or SIGINT.
 pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
+    let started = std::time::Instant::now();
     let _lock = DataDirLock::acquire(&config.data_dir)?;
     let listen = check_port_free(config.listen)?;
     if config.listen.port() == 0 && config.advertised_follows_listeners() {
@@ -160,6 +164,7 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         shards: shards.shards,
         bound: AtomicUsize::new(0),
         banner,
+        startup: StartupInfo::new(&config, started),
     });
     let limits = ConnectionLimits::new(
         config.max_connections,
@@ -181,12 +186,17 @@ struct Ready {
     shards: usize,
     bound: AtomicUsize,
     banner: String,
+    /// The startup line's settings and every shard's recovery results.
+    startup: StartupInfo,
 }
 
 impl Ready {
     fn shard_bound(&self) {
         if self.bound.fetch_add(1, Ordering::AcqRel) + 1 == self.shards {
             use std::io::Write;
+            // Before the banner: whoever waits for `listening on` finds the startup line
+            // already in the log.
+            self.startup.log();
             println!("{}", self.banner);
             let _ = std::io::stdout().flush();
         }
@@ -201,7 +211,8 @@ async fn shard_main(
     limits: Arc<ConnectionLimits>,
 ) -> Result<(), String> {
     let listen = config.listen;
-    let (shard, inboxes) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
+    let (shard, inboxes, recovery) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
+    ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);
     shard.ensure_offsets_topic().await;
     let listener =
@@ -260,14 +271,34 @@ async fn shard_main(
         let shutdown = Rc::clone(&shutdown);
         runtime::spawn(async move {
             let mut since_retention = Duration::ZERO;
+            // Shard 0 watches the data dir's free space (one filesystem for all shards),
+            // checking at once so a broker started on a nearly full disk says so.
+            let mut disk_watch = (shard.id == 0).then(|| {
+                DiskSpaceWatch::new(
+                    DiskThresholds {
+                        bytes: shard.config.disk_free_warn_bytes,
+                        percent: shard.config.disk_free_warn_percent,
+                    },
+                    disk_space::LOW_DISK_REPEAT_INTERVAL,
+                )
+            });
+            let mut since_disk_check = disk_space::DISK_CHECK_INTERVAL;
             while !shutdown.is_triggered() {
+                if let Some(watch) = disk_watch.as_mut() {
+                    if since_disk_check >= disk_space::DISK_CHECK_INTERVAL {
+                        since_disk_check = Duration::ZERO;
+                        disk_space::check(watch, &shard.config.data_dir);
+                    }
+                }
                 runtime::sleep(HOUSEKEEPING_INTERVAL).await;
                 since_retention += HOUSEKEEPING_INTERVAL;
+                since_disk_check += HOUSEKEEPING_INTERVAL;
                 let retention_due = since_retention >= RETENTION_INTERVAL;
                 if retention_due {
                     since_retention = Duration::ZERO;
                 }
                 shard.housekeeping(runtime::now_ms(), retention_due).await;
+                crate::health::slow_fsync::flush();
             }
         })
     };

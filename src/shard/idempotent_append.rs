@@ -61,6 +61,15 @@ impl ProduceError {
     }
 }
 
+/// What loading a partition's producer state found (for the startup line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProducerLoad {
+    /// The offset of the snapshot loaded, if one was usable.
+    pub snapshot_offset: Option<i64>,
+    /// Idempotent batches replayed from the log after the snapshot.
+    pub replayed_batches: u64,
+}
+
 /// The idempotent producers of one partition and the requests waiting on their in-flight
 /// batches. Shared (`Rc`) with the tasks that report write outcomes.
 #[derive(Default)]
@@ -106,13 +115,14 @@ impl ProducerStates {
 
     /// Rebuilds the table after the log opened: the newest usable snapshot, then every batch
     /// from its offset (or from the log start) to the log end.
-    pub async fn load(&self, log: &Log, now_ms: i64) -> Result<(), LogError> {
+    pub async fn load(&self, log: &Log, now_ms: i64) -> Result<ProducerLoad, LogError> {
         let offsets = log.offsets();
         let end = offsets.written_end_offset;
         let dir = log.dir().to_path_buf();
         let snapshot = producer_snapshot::load_newest(&dir, end)
             .await
             .map_err(|e| LogError::from_io(&dir, "loading a producer snapshot", e))?;
+        let snapshot_offset = snapshot.as_ref().map(|s| s.offset);
         let (mut table, from) = match snapshot {
             Some(s) => (s.table, s.offset),
             None => (ProducerStateTable::new(), offsets.log_start_offset),
@@ -146,7 +156,10 @@ impl ProducerStates {
         }
         tracing::debug!(dir = %dir.display(), from, end, replayed, producers = table.len(), "producer state loaded");
         *self.table.borrow_mut() = table;
-        Ok(())
+        Ok(ProducerLoad {
+            snapshot_offset,
+            replayed_batches: replayed,
+        })
     }
 
     /// Writes a snapshot if the log moved since the last one. Its offset is the lowest

@@ -15,6 +15,7 @@ pub mod metadata_store;
 pub mod metrics_report;
 pub mod partition;
 pub mod producer_ids;
+pub mod recovery_summary;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -37,6 +38,7 @@ use messages::{
 };
 use metadata::{ClusterMetadata, MetadataError};
 use partition::Partition;
+use recovery_summary::RecoverySummary;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
@@ -75,12 +77,14 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Loads the metadata and opens the logs this shard owns. Returns the shard and its mesh
-    /// inboxes (to be drained by [`Shard::serve_mesh`]).
+    /// Loads the metadata and opens the logs this shard owns. Returns the shard, its mesh
+    /// inboxes (to be drained by [`Shard::serve_mesh`]) and what opening the logs found.
     pub async fn start(
         mut ctx: ShardContext<MeshMessage>,
         config: BrokerConfig,
-    ) -> Result<(Rc<Shard>, Vec<Inbox<MeshMessage>>), ShardError> {
+    ) -> Result<(Rc<Shard>, Vec<Inbox<MeshMessage>>, RecoverySummary), ShardError> {
+        let started = std::time::Instant::now();
+        crate::health::slow_fsync::configure(config.slow_fsync_warn_ms);
         let id = ctx.id();
         let count = ctx.count();
         let inboxes = ctx.take_inboxes();
@@ -119,9 +123,10 @@ impl Shard {
             produce_memory,
         });
         let meta = shard.metadata();
-        shard.open_owned_logs(&meta).await?;
+        let mut recovery = shard.open_owned_logs(&meta).await?;
         shard.load_group_partitions().await;
-        Ok((shard, inboxes))
+        recovery.took = started.elapsed();
+        Ok((shard, inboxes, recovery))
     }
 
     pub fn metadata(&self) -> Arc<ClusterMetadata> {
@@ -146,7 +151,9 @@ impl Shard {
 
     /// Opens the logs of partitions this shard owns in `meta` and has not opened yet, applies
     /// topic configs to open ones, and closes and deletes logs of partitions that are gone.
-    async fn open_owned_logs(&self, meta: &ClusterMetadata) -> Result<(), ShardError> {
+    /// Returns what loading the newly opened logs found.
+    async fn open_owned_logs(&self, meta: &ClusterMetadata) -> Result<RecoverySummary, ShardError> {
+        let mut opened = RecoverySummary::default();
         let mut wanted = Vec::new();
         for topic in meta.topics.values() {
             // Configs are validated before they are stored; should one still not parse (a
@@ -181,14 +188,20 @@ impl Shard {
                     source,
                 })?;
             let partition = Partition::new(topic.clone(), *index, log);
-            partition
-                .load_producers(runtime::now_ms())
-                .await
-                .map_err(|source| ShardError::OpenLog {
-                    topic: topic.clone(),
-                    partition: *index,
-                    source,
-                })?;
+            let producers =
+                partition
+                    .load_producers(runtime::now_ms())
+                    .await
+                    .map_err(|source| ShardError::OpenLog {
+                        topic: topic.clone(),
+                        partition: *index,
+                        source,
+                    })?;
+            opened.add_log(
+                partition.log.recovery_report(),
+                partition.log.offsets().size_bytes,
+                producers,
+            );
             self.partitions
                 .borrow_mut()
                 .insert((topic.clone(), *index), Rc::new(partition));
@@ -211,7 +224,7 @@ impl Shard {
                 tracing::warn!(dir = %dir.display(), error = %e, "could not delete a deleted partition's directory");
             }
         }
-        Ok(())
+        Ok(opened)
     }
 
     /// Drains the mesh inboxes: requests run as their own tasks, replies complete waiters.

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use super::idempotent_append::{self, ProduceError, ProducerStates};
+use super::idempotent_append::{self, ProduceError, ProducerLoad, ProducerStates};
 use crate::log::{AppendInfo, AppendOptions, Log, LogError};
 use crate::util::local_oneshot;
 
@@ -70,7 +70,7 @@ impl Partition {
     }
 
     /// Loads the producer state (snapshot + log replay); call once after opening the log.
-    pub async fn load_producers(&self, now_ms: i64) -> Result<(), LogError> {
+    pub async fn load_producers(&self, now_ms: i64) -> Result<ProducerLoad, LogError> {
         self.producers.load(&self.log, now_ms).await
     }
 

@@ -31,6 +31,9 @@ pub struct Broker {
     /// The data directory when it is not `<dir>/data` (e.g. on a small tmpfs).
     data_dir: Option<PathBuf>,
     settings: Vec<String>,
+    /// Extra command-line arguments (e.g. `--log-format json`) and environment variables.
+    args: Vec<String>,
+    envs: Vec<(String, String)>,
 }
 
 impl Broker {
@@ -39,8 +42,22 @@ impl Broker {
         Broker::start_with_data_dir(None, settings)
     }
 
+    /// Like [`Broker::start`], with extra arguments to `ringbroker` and environment variables.
+    pub fn start_with_args(args: &[&str], envs: &[(&str, &str)], settings: &[&str]) -> Broker {
+        Broker::start_inner(None, args, envs, settings)
+    }
+
     /// Like [`Broker::start`], with the data in `data_dir` (the log stays in a temp dir).
     pub fn start_with_data_dir(data_dir: Option<PathBuf>, settings: &[&str]) -> Broker {
+        Broker::start_inner(data_dir, &[], &[], settings)
+    }
+
+    fn start_inner(
+        data_dir: Option<PathBuf>,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        settings: &[&str],
+    ) -> Broker {
         let dir = tempfile::Builder::new()
             .prefix("ringbroker-test-")
             .tempdir()
@@ -52,6 +69,11 @@ impl Broker {
             dir,
             data_dir,
             settings: settings.iter().map(|s| s.to_string()).collect(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         broker.spawn();
         broker
@@ -75,6 +97,8 @@ impl Broker {
         for s in &self.settings {
             cmd.arg("--set").arg(s);
         }
+        cmd.args(&self.args);
+        cmd.envs(self.envs.iter().map(|(k, v)| (k, v)));
         if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "info");
         }
@@ -145,6 +169,11 @@ impl Broker {
 
     fn log_path(&self) -> PathBuf {
         self.dir.path().join("broker.log")
+    }
+
+    /// Everything the broker wrote to stderr, across restarts.
+    pub fn full_log(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(self.log_path()).unwrap_or_default()).into_owned()
     }
 
     pub fn log(&self) -> String {

@@ -333,6 +333,18 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Open connections from one address; more are closed at once.",
         ),
         (
+            "max.connections.per.ip.overrides",
+            listed_value(c, "max.connections.per.ip.overrides"),
+            TYPE_STRING,
+            "Per-address limits (ip:count,...) that replace max.connections.per.ip.",
+        ),
+        (
+            "ringbroker.produce.memory.max.bytes",
+            c.produce_memory_limit().to_string(),
+            TYPE_LONG,
+            "Produce request bytes one shard holds; more waits in the sockets (backpressure).",
+        ),
+        (
             "num.shards",
             c.shards.to_string(),
             TYPE_INT,
@@ -391,6 +403,31 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             c.producer_id_expiration_ms.to_string(),
             TYPE_LONG,
             "How long an idempotent producer may stay idle before the broker forgets its sequence numbers.",
+        ),
+        (
+            "ringbroker.metrics.listen",
+            c.metrics_listen
+                .map_or_else(|| "none".to_string(), |a| a.to_string()),
+            TYPE_STRING,
+            "Where shard 0 serves GET /metrics; none disables it.",
+        ),
+        (
+            "ringbroker.log.slow.fsync.warn.ms",
+            c.slow_fsync_warn_ms.to_string(),
+            TYPE_LONG,
+            "An fdatasync slower than this is logged (rate-limited); 0 disables.",
+        ),
+        (
+            "ringbroker.disk.free.warn.bytes",
+            c.disk_free_warn_bytes.to_string(),
+            TYPE_LONG,
+            "Warn when the data dir's filesystem has less free space; 0 disables.",
+        ),
+        (
+            "ringbroker.disk.free.warn.percent",
+            c.disk_free_warn_percent.to_string(),
+            TYPE_INT,
+            "Warn when less than this percentage of the filesystem is free; 0 disables.",
         ),
     ];
     // The topic defaults (`log.*`, `message.max.bytes`).
@@ -452,4 +489,31 @@ fn describe_broker(
         ));
     }
     Ok(configs)
+}
+
+/// A property's effective value as `serve --check-config` lists it.
+fn listed_value(c: &BrokerConfig, name: &str) -> String {
+    crate::config_listing::BROKER_PROPERTIES
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| (p.value)(c))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every property `set` accepts (config_listing's table) is described too, so a new
+    /// property cannot be forgotten here.
+    #[test]
+    fn every_broker_property_is_described() {
+        let described: Vec<&str> = broker_properties(&BrokerConfig::default())
+            .into_iter()
+            .map(|(name, ..)| name)
+            .collect();
+        for p in crate::config_listing::BROKER_PROPERTIES {
+            assert!(described.contains(&p.name), "{} is not described", p.name);
+        }
+    }
 }
