@@ -929,7 +929,7 @@ mod tests {
         assert_eq!(
             render_reset(&out),
             "GROUP  TOPIC  PARTITION  CURRENT-OFFSET  NEW-OFFSET\n\
-             g      t              0               -           5\n"
+             g      t              0  -                        5\n"
         );
     }
 }

@@ -25,8 +25,8 @@ pub struct OutputArgs {
     pub format: Format,
 }
 
-/// A table of text cells; columns are padded to their widest cell, and columns whose cells
-/// are all numbers are right-aligned.
+/// A table of text cells; columns are padded to their widest cell, and columns of numbers
+/// (where `-` or a blank cell stands for no value) are right-aligned.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     headers: Vec<String>,
@@ -150,6 +150,10 @@ mod tests {
     #[test]
     fn an_empty_table_is_its_header() {
         assert_eq!(Table::new(&["GROUP", "STATE"]).render(), "GROUP  STATE\n");
+        // No number at all: text, left-aligned.
+        let mut t = Table::new(&["PROTOCOL-TYPE", "N"]);
+        t.row(vec!["-".into(), "1".into()]);
+        assert_eq!(t.render(), "PROTOCOL-TYPE  N\n-              1\n");
         assert!(Table::new(&["X"]).is_empty());
     }
 }
