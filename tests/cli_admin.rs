@@ -545,3 +545,25 @@ fn reset_offsets_refuses_while_the_group_has_members() {
     assert!(err.contains("NON_EMPTY_GROUP"), "{err}");
     broker.stop_cleanly();
 }
+
+/// The admin calls the CLI does not use yet: broker configs and OffsetDelete.
+#[test]
+fn broker_configs_and_offset_delete_through_the_library() {
+    use ringbroker::client::admin::{self, ConfigResource};
+    let broker = Broker::start(&[]);
+    ok(&broker, &["topic", "create", "events", "-p", "2"]);
+    let c = cluster(&broker);
+    let configs = admin::describe_configs(&c, &ConfigResource::Broker(0)).expect("broker configs");
+    assert!(
+        configs.iter().any(|e| e.name == "log.retention.ms"),
+        "{configs:?}"
+    );
+
+    commit(&broker, "g", &[("events", 0, 1), ("events", 1, 1)]);
+    let results = admin::delete_offsets(&c, "g", &[tp("events", 0)]).expect("offset delete");
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1.is_ok(), "{results:?}");
+    let left: Vec<TopicPartition> = committed(&broker, "g").into_keys().collect();
+    assert_eq!(left, [tp("events", 1)]);
+    broker.stop_cleanly();
+}
