@@ -49,6 +49,20 @@ enum Command {
     ///   ringbroker bench e2e --rate 50000 --duration 60s --warmup 10s --compression lz4
     #[command(subcommand)]
     Bench(ringbroker::bench::BenchCommand),
+    /// Manage topics: create, list, describe, delete, alter-config, add-partitions.
+    ///
+    /// Examples:
+    ///   ringbroker topic create orders -p 6 -c retention.ms=86400000
+    ///   ringbroker topic describe orders -b 127.0.0.1:9092
+    #[command(subcommand, verbatim_doc_comment)]
+    Topic(ringbroker::cli::topic::TopicCommand),
+    /// Manage consumer groups: list, describe (members, offsets, lag), delete, reset-offsets.
+    ///
+    /// Examples:
+    ///   ringbroker group describe billing
+    ///   ringbroker group reset-offsets billing --topic orders --to-earliest --execute
+    #[command(subcommand, verbatim_doc_comment)]
+    Group(ringbroker::cli::group::GroupCommand),
 }
 
 #[derive(clap::Args)]
@@ -137,6 +151,20 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::from(2)
+            }
+        },
+        Command::Topic(command) => match ringbroker::cli::topic::run(command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                e.exit_code()
+            }
+        },
+        Command::Group(command) => match ringbroker::cli::group::run(command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                e.exit_code()
             }
         },
         Command::Log(LogCommand::Dump { dir, batches }) => {

@@ -21,6 +21,9 @@ pub enum CliError {
     Client(#[from] ClientError),
     #[error("{0}")]
     Usage(String),
+    /// The command cannot do what was asked, and the message says why and what to do.
+    #[error("{0}")]
+    Refused(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -41,7 +44,7 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Unreachable { .. } | CliError::Usage(_) => ExitCode::from(2),
-            CliError::Client(_) | CliError::Io { .. } => ExitCode::from(1),
+            CliError::Client(_) | CliError::Refused(_) | CliError::Io { .. } => ExitCode::from(1),
         }
     }
 }

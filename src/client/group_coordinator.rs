@@ -106,7 +106,7 @@ pub fn find_coordinator(cluster: &Cluster, group: &str) -> ClientResult<Arc<Conn
 /// Calls the coordinator of `group`, finding it again (bounded by the request timeout) when
 /// the answer says the coordinator moved or is loading. `error_of` picks the error code that
 /// decides whether to retry.
-fn call_coordinator<Req, Resp>(
+pub(crate) fn call_coordinator<Req, Resp>(
     cluster: &Cluster,
     group: &str,
     key: ApiKey,

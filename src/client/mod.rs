@@ -3,11 +3,13 @@
 //!
 //! - [`cluster`]: bootstrap, ApiVersions negotiation ([`versions`]), metadata ([`metadata`]),
 //!   one [`connection`] per broker (pipelined, correlation ids), admin calls
+//! - [`admin`]: topics, configs and groups as an operator manages them (the CLI's calls)
 //! - [`group_coordinator`]: FindCoordinator, committed offsets of a group
 //! - [`producer`]: batching per partition ([`accumulator`]), [`compression`], acks, retries,
 //!   idempotence
 //! - [`consumer`]: assigned partitions, pipelined fetches, batch decoding
 pub mod accumulator;
+pub mod admin;
 pub mod cluster;
 pub mod compression;
 pub mod connection;
