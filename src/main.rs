@@ -41,7 +41,7 @@ enum Command {
     ///   ringbroker bench e2e --rate 50000 --duration 60s --warmup 10s --compression lz4
     #[command(subcommand)]
     Bench(ringbroker::bench::BenchCommand),
-    /// Produce records from stdin or a file, one per line (like kcat -P).
+    /// Produce records from stdin or a file, one per line (like kcat -P)
     ///
     /// Waits for every delivery; prints a summary on stderr; exit code 1 if any record failed.
     ///
@@ -49,14 +49,16 @@ enum Command {
     ///   echo hello | ringbroker produce orders
     ///   ringbroker produce orders --key-separator : -H source=cli --compression zstd < lines.txt
     ///   ringbroker produce orders --partition 0 --acks 1 --file lines.txt
+    #[command(verbatim_doc_comment)]
     Produce(ringbroker::cli::produce::ProduceArgs),
-    /// Print records of a topic (like kcat -C), optionally as a consumer group member.
+    /// Print records of a topic (like kcat -C), optionally as a consumer group member
     ///
     /// Examples:
     ///   ringbroker consume orders --from beginning -e
     ///   ringbroker consume orders -p 0 --from 1000 -n 10 --format '%p:%o %k=%s\n'
     ///   ringbroker consume orders --from @1700000000000 --format json
     ///   ringbroker consume orders --group billing --from beginning
+    #[command(verbatim_doc_comment)]
     Consume(ringbroker::cli::consume::ConsumeArgs),
 }
 

@@ -442,6 +442,25 @@ fn two_group_members_split_the_partitions_and_read_each_record_once() {
 }
 
 #[test]
+fn failed_records_are_counted_by_kafka_name_and_exit_1() {
+    let mut broker = Broker::start(BROKER_SETTINGS);
+    broker
+        .client()
+        .create_topic("small", 1, &[("max.message.bytes", "1000")]);
+    let b = broker.addr.to_string();
+    let input = format!("{}\n", "x".repeat(5000));
+    let cli = Cli::run(&["produce", "small", "-b", &b], Some(input.as_bytes()), 1);
+    let err = cli.stderr();
+    assert!(
+        err.contains("1 records failed with MESSAGE_TOO_LARGE"),
+        "{err}"
+    );
+    assert!(err.contains("max.message.bytes"), "{err}");
+    assert!(err.contains("0 delivered, 1 failed"), "{err}");
+    broker.assert_clean_stop();
+}
+
+#[test]
 fn an_unknown_topic_is_named_and_explained() {
     let mut broker = Broker::start(BROKER_SETTINGS);
     let b = broker.addr.to_string();
