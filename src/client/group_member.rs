@@ -85,6 +85,12 @@ pub struct MemberState {
     last_accepted: Option<Instant>,
 }
 
+/// Errors after which the same call may work, with a fresh coordinator connection: lost or
+/// refused connections (a coordinator restarting) and Kafka's retriable codes.
+fn transient(e: &ClientError) -> bool {
+    e.is_retriable() || matches!(e, ClientError::Io { .. })
+}
+
 fn is(code: KafkaCode, e: ResponseError) -> bool {
     code.0 == e.code()
 }
@@ -359,13 +365,13 @@ impl GroupMember {
                     }
                     match self.send_join(cluster) {
                         Ok((code, reply)) => self.state.on_join(code, &reply),
-                        Err(e) if e.is_retriable() => self.lost_coordinator(),
+                        Err(e) if transient(&e) => self.lost_coordinator(),
                         Err(e) => return Err(e),
                     }
                 }
                 Next::Sync { leader } => match self.send_sync(cluster, leader) {
                     Ok((code, assignment)) => self.state.on_sync(code, assignment, Instant::now()),
-                    Err(e) if e.is_retriable() => self.lost_coordinator(),
+                    Err(e) if transient(&e) => self.lost_coordinator(),
                     Err(e) => return Err(e),
                 },
                 Next::Continue => return Ok(self.state.assignment.clone()),
@@ -496,9 +502,7 @@ impl GroupMember {
         self.state.heartbeat_sent(now);
         let next = match self.send_heartbeat(cluster) {
             Ok(code) => self.state.on_heartbeat(code, Instant::now()),
-            Err(e) if e.is_retriable() || matches!(e, ClientError::Io { .. }) => {
-                self.state.on_heartbeat_failed(Instant::now())
-            }
+            Err(e) if transient(&e) => self.state.on_heartbeat_failed(Instant::now()),
             Err(e) => return Err(e),
         };
         self.after(next, "Heartbeat")
