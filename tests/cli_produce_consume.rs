@@ -336,6 +336,51 @@ fn a_group_continues_where_its_last_run_stopped() {
     broker.assert_clean_stop();
 }
 
+#[test]
+fn a_committed_offset_that_left_the_log_restarts_at_from() {
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic,
+    };
+    use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
+    use kafka_protocol::messages::ApiKey;
+
+    let mut broker = Broker::start(BROKER_SETTINGS);
+    broker.client().create_topic("trimmed", 1, &[]);
+    let b = broker.addr.to_string();
+    let input: String = (0..10).map(|i| format!("v{i}\n")).collect();
+    Cli::run(
+        &["produce", "trimmed", "-b", &b, "-q"],
+        Some(input.as_bytes()),
+        0,
+    );
+    let group = ["--group", "trimmers", "--from", "beginning"];
+    let mut args = vec!["consume", "trimmed", "-b", &b, "-n", "3"];
+    args.extend_from_slice(&group);
+    assert_eq!(Cli::run(&args, None, 0).stdout(), "v0\nv1\nv2\n");
+    // The log now starts at 6: the committed offset 3 is gone.
+    let mut p = DeleteRecordsPartition::default();
+    p.partition_index = 0;
+    p.offset = 6;
+    let mut t = DeleteRecordsTopic::default();
+    t.name = broker::topic_name("trimmed");
+    t.partitions = vec![p];
+    let mut req = DeleteRecordsRequest::default();
+    req.topics = vec![t];
+    req.timeout_ms = 5000;
+    let resp: DeleteRecordsResponse = broker.client().call(ApiKey::DeleteRecords, 1, &req);
+    assert_eq!(resp.topics[0].partitions[0].error_code, 0);
+    let mut args = vec!["consume", "trimmed", "-b", &b, "-e"];
+    args.extend_from_slice(&group);
+    let cli = Cli::run(&args, None, 0);
+    assert_eq!(cli.stdout(), "v6\nv7\nv8\nv9\n");
+    assert!(
+        cli.stderr().contains("not in the log any more"),
+        "{}",
+        cli.stderr()
+    );
+    broker.assert_clean_stop();
+}
+
 /// The partitions in the last "assigned [...]" line of a consume process's stderr.
 fn last_assignment(stderr: &str) -> Option<Vec<String>> {
     let line = stderr.lines().rev().find(|l| l.contains("assigned ["))?;

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kafka_protocol::ResponseError;
+
 use crate::bench::args::parse_duration;
 use crate::client::accumulator::TopicPartition;
 use crate::client::cluster::{EARLIEST, LATEST};
@@ -373,7 +375,17 @@ impl Session<'_> {
                 std::thread::sleep(wait);
                 Vec::new()
             } else {
-                self.consumer.poll(wait)?
+                match self.consumer.poll(wait) {
+                    Ok(records) => records,
+                    Err(ClientError::Kafka { code, .. })
+                        if self.member.is_some()
+                            && code.0 == ResponseError::OffsetOutOfRange.code()
+                            && self.reset_out_of_range()? =>
+                    {
+                        continue
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             };
             for r in records {
                 let tp = TopicPartition {
@@ -406,6 +418,44 @@ impl Session<'_> {
         }
     }
 
+    /// A group's committed offset that is no longer in the log (retention, DeleteRecords)
+    /// restarts at `--from`, as Kafka's auto.offset.reset does (an OFFSET there means the
+    /// beginning). Returns whether any partition was reset.
+    fn reset_out_of_range(&mut self) -> Result<bool, CliError> {
+        let (tps, parts): (Vec<TopicPartition>, Vec<i32>) = self
+            .next
+            .keys()
+            .map(|tp| (tp.clone(), tp.partition))
+            .unzip();
+        let cluster = self.consumer.cluster();
+        let starts = cluster.list_offsets(&self.args.topic, &parts, EARLIEST)?;
+        let ends = cluster.list_offsets(&self.args.topic, &parts, LATEST)?;
+        let stale: Vec<usize> = (0..tps.len())
+            .filter(|&i| !in_log(self.next[&tps[i]], starts[i], ends[i]))
+            .collect();
+        if stale.is_empty() {
+            return Ok(false);
+        }
+        let from = match self.args.from {
+            StartFrom::Offset(_) => StartFrom::Beginning,
+            other => other,
+        };
+        let stale_parts: Vec<i32> = stale.iter().map(|&i| parts[i]).collect();
+        let offsets = start_offsets(cluster, &self.args.topic, &stale_parts, from)?;
+        let stale_tps: Vec<TopicPartition> = stale.iter().map(|&i| tps[i].clone()).collect();
+        if !self.args.quiet {
+            for (tp, o) in stale_tps.iter().zip(&offsets) {
+                eprintln!(
+                    "consume: {}-{} offset {} is not in the log any more; restarting at {o}",
+                    tp.topic, tp.partition, self.next[tp]
+                );
+            }
+        }
+        self.consumer.unassign(&stale_tps);
+        self.assign(&stale_parts, &offsets)?;
+        Ok(true)
+    }
+
     /// The group member commits what was printed and leaves the group.
     fn close(&mut self) -> Result<(), CliError> {
         let Some(member) = self.member.as_mut() else {
@@ -424,6 +474,11 @@ impl Session<'_> {
     }
 }
 
+/// Whether a position can be fetched: between the log start and the log end, inclusive.
+fn in_log(position: i64, start: i64, end: i64) -> bool {
+    (start..=end).contains(&position)
+}
+
 /// A closed stdout (`consume ... | head`) is a normal way to stop; other write errors are not.
 fn closed_output(e: std::io::Error) -> Result<Stop, CliError> {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -436,6 +491,14 @@ fn closed_output(e: std::io::Error) -> Result<Stop, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_outside_the_log_are_out_of_range() {
+        assert!(in_log(5, 5, 9));
+        assert!(in_log(9, 5, 9)); // the end: waits for new records
+        assert!(!in_log(4, 5, 9)); // deleted by retention
+        assert!(!in_log(10, 5, 9));
+    }
 
     #[test]
     fn start_positions_parse() {
