@@ -63,6 +63,25 @@ enum Command {
     ///   ringbroker group reset-offsets billing --topic orders --to-earliest --execute
     #[command(subcommand, verbatim_doc_comment)]
     Group(ringbroker::cli::group::GroupCommand),
+    /// Produce records from stdin or a file, one per line (like kcat -P)
+    ///
+    /// Waits for every delivery; prints a summary on stderr; exit code 1 if any record failed.
+    ///
+    /// Examples:
+    ///   echo hello | ringbroker produce orders
+    ///   ringbroker produce orders --key-separator : -H source=cli --compression zstd < lines.txt
+    ///   ringbroker produce orders --partition 0 --acks 1 --file lines.txt
+    #[command(verbatim_doc_comment)]
+    Produce(ringbroker::cli::produce::ProduceArgs),
+    /// Print records of a topic (like kcat -C), optionally as a consumer group member
+    ///
+    /// Examples:
+    ///   ringbroker consume orders --from beginning -e
+    ///   ringbroker consume orders -p 0 --from 1000 -n 10 --format '%p:%o %k=%s\n'
+    ///   ringbroker consume orders --from @1700000000000 --format json
+    ///   ringbroker consume orders --group billing --from beginning
+    #[command(verbatim_doc_comment)]
+    Consume(ringbroker::cli::consume::ConsumeArgs),
 }
 
 #[derive(clap::Args)]
@@ -160,8 +179,22 @@ fn main() -> ExitCode {
                 e.exit_code()
             }
         },
+        Command::Produce(args) => match ringbroker::cli::produce::run(args) {
+            Ok(outcome) => outcome.exit_code(),
+            Err(e) => {
+                eprintln!("error: {e}");
+                e.exit_code()
+            }
+        },
         Command::Group(command) => match ringbroker::cli::group::run(command) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                e.exit_code()
+            }
+        },
+        Command::Consume(args) => match ringbroker::cli::consume::run(args) {
+            Ok(_) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
                 e.exit_code()

@@ -6,8 +6,16 @@
 //! - [`table`]: `--format table|json`: aligned tables for people, JSON for scripts
 //! - [`topic`]: `ringbroker topic create|list|describe|delete|alter-config|add-partitions`
 //! - [`group`]: `ringbroker group list|describe|delete|reset-offsets` (lag, offsets)
+//! - [`produce`]: `ringbroker produce`: stdin or a file, one record per line
+//! - [`consume`]: `ringbroker consume`: print records (as [`record_format`] says), optionally
+//!   as a consumer group member
+//! - [`topic_exists`]: the "does the topic exist" check of produce and consume
 pub mod connect;
+pub mod consume;
 pub mod explain;
 pub mod group;
+pub mod produce;
+pub mod record_format;
 pub mod table;
 pub mod topic;
+pub mod topic_exists;

@@ -77,6 +77,8 @@ struct InFlight {
     /// Partitions in the request.
     partitions: Vec<TopicPartition>,
     sent: Instant,
+    /// The assignment epoch it was sent in: replies from before an unassign are dropped.
+    epoch: u64,
 }
 
 type FetchReply = (i32, ClientResult<FetchResponse>);
@@ -86,6 +88,10 @@ pub struct Consumer {
     config: ConsumerConfig,
     fetch_version: i16,
     positions: BTreeMap<TopicPartition, i64>,
+    /// The high watermark of each assigned partition, from the last fetch response.
+    high_watermarks: BTreeMap<TopicPartition, i64>,
+    /// Bumped by [`Consumer::unassign`].
+    epoch: u64,
     in_flight: HashMap<i32, InFlight>,
     replies_tx: mpsc::Sender<FetchReply>,
     replies: mpsc::Receiver<FetchReply>,
@@ -107,6 +113,8 @@ impl Consumer {
             config,
             fetch_version,
             positions: BTreeMap::new(),
+            high_watermarks: BTreeMap::new(),
+            epoch: 0,
             in_flight: HashMap::new(),
             replies_tx,
             replies,
@@ -152,6 +160,26 @@ impl Consumer {
             );
         }
         Ok(())
+    }
+
+    /// Stops reading these partitions: their positions, buffered records and fetches in
+    /// flight are dropped (a group member hands them over in a rebalance).
+    pub fn unassign(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            self.positions.remove(tp);
+            self.high_watermarks.remove(tp);
+        }
+        self.buffered.retain(|r| {
+            !partitions
+                .iter()
+                .any(|tp| tp.partition == r.partition && tp.topic == r.topic)
+        });
+        self.epoch += 1;
+    }
+
+    /// The partition's high watermark as of the last fetch response that covered it.
+    pub fn high_watermark(&self, tp: &TopicPartition) -> Option<i64> {
+        self.high_watermarks.get(tp).copied()
     }
 
     /// The next offset to read of each assigned partition.
@@ -249,6 +277,7 @@ impl Consumer {
             InFlight {
                 partitions,
                 sent: Instant::now(),
+                epoch: self.epoch,
             },
         );
         let handler = Box::new(move |frame: ClientResult<Bytes>| {
@@ -270,6 +299,10 @@ impl Consumer {
             return Ok(());
         };
         self.fetch_latencies.push(flight.sent.elapsed());
+        if flight.epoch != self.epoch {
+            // Fetched for an assignment that changed since: positions may have moved back.
+            return self.send_fetches();
+        }
         let resp = reply?;
         if let Some(code) = KafkaCode::from_code(resp.error_code) {
             return Err(ClientError::Kafka {
@@ -299,7 +332,9 @@ impl Consumer {
                             code,
                             message: Some(format!(
                                 "{}-{} at offset {}",
-                                tp.topic, tp.partition, self.positions[tp]
+                                tp.topic,
+                                tp.partition,
+                                self.positions.get(tp).copied().unwrap_or(-1)
                             )),
                         });
                     }
@@ -309,8 +344,13 @@ impl Consumer {
                         message: Some(format!("{}-{}", tp.topic, tp.partition)),
                     });
                 }
+                if p.high_watermark >= 0 {
+                    self.high_watermarks.insert(tp.clone(), p.high_watermark);
+                }
                 let Some(records) = &p.records else { continue };
-                let start = self.positions[tp];
+                let Some(&start) = self.positions.get(tp) else {
+                    continue;
+                };
                 let next = next_position(records, start);
                 if next > start {
                     self.positions.insert(tp.clone(), next);

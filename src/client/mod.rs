@@ -5,17 +5,21 @@
 //!   one [`connection`] per broker (pipelined, correlation ids), admin calls
 //! - [`admin`]: topics, configs and groups as an operator manages them (the CLI's calls)
 //! - [`group_coordinator`]: FindCoordinator, committed offsets of a group
+//! - [`group_member`]: a consumer group member (join, sync, heartbeat, leave, commit) using
+//!   the [`assignor`] ("consumer" protocol, "range" assignment)
 //! - [`producer`]: batching per partition ([`accumulator`]), [`compression`], acks, retries,
 //!   idempotence
 //! - [`consumer`]: assigned partitions, pipelined fetches, batch decoding
 pub mod accumulator;
 pub mod admin;
+pub mod assignor;
 pub mod cluster;
 pub mod compression;
 pub mod connection;
 pub mod consumer;
 pub mod error;
 pub mod group_coordinator;
+pub mod group_member;
 pub mod metadata;
 pub mod producer;
 pub mod versions;

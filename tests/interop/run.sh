@@ -9,7 +9,8 @@
 # Starts a broker (2 shards) on a free loopback port with a temp data dir, checks that a second
 # broker on the same data dir or port is refused, runs each client's `before` phase, restarts
 # the broker (SIGTERM must exit 0) and runs each client's `after` phase (all data intact), then
-# stops it again. The consumer-group scripts (groups_*.py) run in the same before/after phases;
+# stops it again. The consumer-group scripts (groups_*.py) run in the same before/after phases
+# (groups_cli.py, our own `consume --group` next to librdkafka, in the after phase only);
 # idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
 # Needs kcat and python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard
@@ -305,6 +306,9 @@ run_client groups-confluent-after 90 python3 "$HERE/groups_confluent.py" --boots
   --state "$STATE/groups_confluent.json" --session-timeout-ms "$GROUP_SESSION_MS"
 run_client groups-kafka-python-after 90 python3 "$HERE/groups_kafka_python.py" --bootstrap "$B" --phase after \
   --state "$STATE/groups_kafka_python.json" --session-timeout-ms "$GROUP_SESSION_MS"
+# `ringbroker consume --group` sharing a group with a confluent-kafka consumer (either leads).
+run_client groups-cli 150 python3 "$HERE/groups_cli.py" --bootstrap "$B" --bin "$BIN" \
+  --session-timeout-ms "$GROUP_SESSION_MS"
 
 stop_broker "final stop"
 

@@ -1,0 +1,28 @@
+//! The check produce and consume make before anything else: the topic exists (a clear
+//! UNKNOWN_TOPIC_OR_PARTITION, not a timeout waiting for leaders) and has leaders.
+
+use kafka_protocol::ResponseError;
+
+use crate::client::{ClientError, Cluster, KafkaCode};
+
+use super::explain::CliError;
+
+/// The topic's partition count, once every partition has a leader.
+pub fn partition_count(cluster: &Cluster, topic: &str) -> Result<usize, CliError> {
+    let md = cluster.refresh_metadata(&[topic])?;
+    let error = match md.topics.get(topic) {
+        Some(t) => t.error,
+        None => Some(KafkaCode(ResponseError::UnknownTopicOrPartition.code())),
+    };
+    if let Some(code) = error {
+        return Err(CliError::Client(ClientError::Kafka {
+            api: "Metadata",
+            code,
+            message: Some(format!("topic {topic}")),
+        }));
+    }
+    if md.is_ready(topic) {
+        return Ok(md.partition_count(topic).unwrap_or(0));
+    }
+    Ok(cluster.wait_for_leaders(topic)?)
+}
