@@ -17,8 +17,11 @@ use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-/// Bound on every wait (start, connect, each response, shutdown).
+/// Bound on every wait (connect, each response, shutdown).
 pub const WAIT: Duration = Duration::from_secs(20);
+/// Bound on a start or restart: recovery after SIGKILL scans every unclean active segment
+/// (the crash soak's grow to ~100 MB each) and may wait on fsyncs behind a busy disk.
+pub const START_WAIT: Duration = Duration::from_secs(90);
 
 /// A broker with 2 unpinned shards on a free loopback port over a temp data directory that
 /// outlives restarts. Dropping it stops the process (SIGTERM, then SIGKILL).
@@ -58,8 +61,10 @@ impl Broker {
         envs: &[(&str, &str)],
         settings: &[&str],
     ) -> Broker {
+        // RINGBROKER_TEST_KEEP_DIR=1 keeps the data and the log for a post-mortem.
         let dir = tempfile::Builder::new()
             .prefix("ringbroker-test-")
+            .disable_cleanup(std::env::var_os("RINGBROKER_TEST_KEEP_DIR").is_some())
             .tempdir()
             .expect("tempdir");
         let mut broker = Broker {
@@ -121,7 +126,7 @@ impl Broker {
                 }
             }
         });
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + START_WAIT;
         self.addr = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
@@ -134,7 +139,10 @@ impl Broker {
                     }
                 }
                 Err(_) => panic!(
-                    "the broker printed no 'listening on' line within {WAIT:?}:\n{}",
+                    "the broker printed no 'listening on' line within {START_WAIT:?} \
+                     (log {}, threads: {}):\n{}",
+                    self.log_path().display(),
+                    thread_states(self.pid()),
                     self.log()
                 ),
             }
@@ -392,4 +400,26 @@ pub fn s(v: &str) -> StrBytes {
 
 pub fn topic_name(v: &str) -> TopicName {
     TopicName(s(v))
+}
+
+/// Each thread of process `pid` with its state and kernel wait channel (`D io_schedule`: stuck
+/// on the disk), for a broker that does not come up.
+fn thread_states(pid: i32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "unknown".into();
+    };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let path = task.path();
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        // The state follows the parenthesised command name.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .unwrap_or("?");
+        let wchan = std::fs::read_to_string(path.join("wchan")).unwrap_or_default();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        out.push(format!("{} {state} {wchan}", comm.trim()));
+    }
+    out.join("; ")
 }
