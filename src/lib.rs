@@ -5,6 +5,7 @@
 //! - [`log`]: the partition log (segments, indexes, group commit, recovery)
 //! - [`client`]: the project's own Kafka client; [`bench`]: the `ringbroker bench` load generator
 //! - [`metrics`]: per-shard latency and request metrics, the Prometheus endpoint
+//! - [`tune`]: `ringbroker tune`, checks and adjusts the Linux settings the broker depends on
 pub mod alloc_guard;
 pub mod bench;
 pub mod client;
@@ -18,4 +19,5 @@ pub mod protocol;
 pub mod runtime;
 pub mod server;
 pub mod shard;
+pub mod tune;
 pub mod util;

@@ -41,6 +41,18 @@ enum Command {
     ///   ringbroker bench e2e --rate 50000 --duration 60s --warmup 10s --compression lz4
     #[command(subcommand)]
     Bench(ringbroker::bench::BenchCommand),
+    /// Check the Linux settings a broker depends on (memlock, open files, io_uring,
+    /// vm.*, THP, net.*, CPU governor, the data directory's file system) and, with
+    /// --apply, change what can be changed safely at runtime. Exit status: 0 all fine,
+    /// 1 something is off, 2 error. See tuning/README.md.
+    ///
+    /// Examples:
+    ///   ringbroker tune --check
+    ///   ringbroker tune --check --profile latency --data-dir /var/lib/ringbroker
+    ///   ringbroker tune --check --json --config broker.toml
+    ///   ringbroker tune --apply --dry-run --profile latency
+    ///   sudo ringbroker tune --apply
+    Tune(ringbroker::tune::TuneArgs),
 }
 
 #[derive(clap::Args)]
@@ -106,6 +118,14 @@ fn main() -> ExitCode {
             }
             // The run completed but some records failed: the table says which errors.
             Ok(_) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Tune(args) => match ringbroker::tune::main(&args, &mut std::io::stdout()) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::from(2)
