@@ -41,10 +41,12 @@ enum Command {
     ///   ringbroker bench e2e --rate 50000 --duration 60s --warmup 10s --compression lz4
     #[command(subcommand)]
     Bench(ringbroker::bench::BenchCommand),
-    /// Check the Linux settings a broker depends on (memlock, open files, io_uring,
-    /// vm.*, THP, net.*, CPU governor, the data directory's file system) and, with
-    /// --apply, change what can be changed safely at runtime. Exit status: 0 all fine,
-    /// 1 something is off, 2 error. See tuning/README.md.
+    /// Check the Linux settings a broker depends on; --apply changes the safe ones.
+    ///
+    /// Checks memlock, open files, io_uring, vm.*, THP, net.*, CPU governor and cores,
+    /// and the data directory's file system; --apply changes what is safe at runtime
+    /// (sysctls, THP, CPU governor). Exit status: 0 all fine, 1 something is off, 2 error.
+    /// See tuning/README.md.
     ///
     /// Examples:
     ///   ringbroker tune --check
@@ -52,6 +54,7 @@ enum Command {
     ///   ringbroker tune --check --json --config broker.toml
     ///   ringbroker tune --apply --dry-run --profile latency
     ///   sudo ringbroker tune --apply
+    #[command(verbatim_doc_comment)]
     Tune(ringbroker::tune::TuneArgs),
 }
 
