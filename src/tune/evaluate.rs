@@ -278,7 +278,6 @@ fn swappiness(s: &SystemSnapshot) -> Finding {
     Finding::new(name, current, "1")
         .ok(v <= 10 || no_swap)
         .why("reclaim page cache before swapping out broker memory (a swapped-in page stalls a shard)")
-        .hint("persist: vm.swappiness = 1 in /etc/sysctl.d/90-ringbroker.conf")
         .apply("/proc/sys/vm/swappiness", "1")
 }
 

@@ -73,9 +73,22 @@ pub fn table(findings: &[Finding], profile: Profile, data_dir: &Path) -> String 
     }
     let _ = writeln!(out, "\n{} of {} settings off:", off.len(), findings.len());
     for f in &off {
+        let persist = f
+            .apply
+            .iter()
+            .filter_map(|w| sysctl_name(&w.path).map(|name| format!("{name} = {}", w.value)))
+            .collect::<Vec<_>>();
+        let runtime = if persist.is_empty() {
+            "`ringbroker tune --apply` at runtime".to_string()
+        } else {
+            format!(
+                "`ringbroker tune --apply` at runtime; persist `{}` in /etc/sysctl.d/",
+                persist.join("`, `")
+            )
+        };
         let how = match (&f.apply.is_empty(), &f.hint) {
-            (false, Some(h)) => format!("`ringbroker tune --apply` at runtime; {h}"),
-            (false, None) => "`ringbroker tune --apply` at runtime".to_string(),
+            (false, Some(h)) => format!("{runtime}; {h}"),
+            (false, None) => runtime,
             (true, Some(h)) => h.clone(),
             (true, None) => "see tuning/README.md".to_string(),
         };
@@ -131,6 +144,16 @@ pub fn apply_report(report: &ApplyReport, remaining: &[&Finding], dry_run: bool)
     out
 }
 
+/// `/proc/sys/vm/swappiness` → `vm.swappiness`; `None` for anything outside /proc/sys.
+fn sysctl_name(path: &Path) -> Option<String> {
+    let rest = path.strip_prefix("/proc/sys").ok()?;
+    let parts: Vec<String> = rest
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("."))
+}
+
 fn width(s: &str) -> usize {
     s.chars().count()
 }
@@ -161,6 +184,16 @@ mod tests {
         assert_eq!(col(header, "CURRENT"), col(row1, "60"));
         assert_eq!(col(header, "RECOMMENDED"), col(row2, "≥ 1 MiB"));
         assert!(t.contains("1 of 2 settings off"));
-        assert!(t.contains("vm.swappiness: `ringbroker tune --apply`"));
+        assert!(t.contains(
+            "vm.swappiness: `ringbroker tune --apply` at runtime; persist `vm.swappiness = 1` in /etc/sysctl.d/"
+        ));
+        assert_eq!(
+            sysctl_name(Path::new("/proc/sys/net/ipv4/tcp_rmem")).as_deref(),
+            Some("net.ipv4.tcp_rmem")
+        );
+        assert_eq!(
+            sysctl_name(Path::new("/sys/kernel/mm/transparent_hugepage/enabled")),
+            None
+        );
     }
 }
