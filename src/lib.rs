@@ -6,6 +6,8 @@
 //! - [`client`]: the project's own Kafka client; [`bench`]: the `ringbroker bench` load generator
 //! - [`metrics`]: per-shard latency and request metrics, the Prometheus endpoint
 //! - [`logging`]: the log subscriber (text or JSON); [`health`]: slow-fsync and low-disk warnings
+//! - [`tune`]: `ringbroker tune`, checks and adjusts the Linux settings the broker depends on
+//! - [`cli`]: the admin and client commands (topic, group, produce, consume)
 pub mod alloc_guard;
 pub mod bench;
 pub mod cli;
@@ -23,4 +25,5 @@ pub mod protocol;
 pub mod runtime;
 pub mod server;
 pub mod shard;
+pub mod tune;
 pub mod util;

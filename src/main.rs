@@ -82,6 +82,21 @@ enum Command {
     ///   ringbroker consume orders --group billing --from beginning
     #[command(verbatim_doc_comment)]
     Consume(ringbroker::cli::consume::ConsumeArgs),
+    /// Check the Linux settings a broker depends on; --apply changes the safe ones.
+    ///
+    /// Checks memlock, open files, io_uring, vm.*, THP, net.*, CPU governor and cores,
+    /// and the data directory's file system; --apply changes what is safe at runtime
+    /// (sysctls, THP, CPU governor). Exit status: 0 all fine, 1 something is off, 2 error.
+    /// See tuning/README.md.
+    ///
+    /// Examples:
+    ///   ringbroker tune --check
+    ///   ringbroker tune --check --profile latency --data-dir /var/lib/ringbroker
+    ///   ringbroker tune --check --json --config broker.toml
+    ///   ringbroker tune --apply --dry-run --profile latency
+    ///   sudo ringbroker tune --apply
+    #[command(verbatim_doc_comment)]
+    Tune(ringbroker::tune::TuneArgs),
 }
 
 #[derive(clap::Args)]
@@ -198,6 +213,14 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("error: {e}");
                 e.exit_code()
+            }
+        },
+        Command::Tune(args) => match ringbroker::tune::main(&args, &mut std::io::stdout()) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
             }
         },
         Command::Log(LogCommand::Dump { dir, batches }) => {

@@ -22,8 +22,10 @@ use glommio::channels::channel_mesh::{MeshBuilder, Receivers, Senders};
 use glommio::io::{BufferedFile, OpenOptions};
 use glommio::{LocalExecutorBuilder, LocalExecutorPoolBuilder, Placement, PoolPlacement};
 
-/// Registered I/O memory per executor. glommio needs at least 64 KiB; 512 KiB leaves room for
-/// sixteen executors under an 8 MiB memlock limit.
+/// Registered I/O memory per executor. glommio needs at least 64 KiB. It registers this buffer
+/// with each of the executor's three rings, so an unprivileged user needs about 1.5 MiB of
+/// RLIMIT_MEMLOCK per executor (8 MiB holds five; beyond, glommio skips the registration with a
+/// warning); with CAP_IPC_LOCK (root) nothing is counted. Measured: tuning/README.md.
 pub const DEFAULT_IO_MEMORY: usize = 512 * 1024;
 
 /// Errors starting or joining shards.
