@@ -31,32 +31,36 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the broker.
+    /// Run the broker
     ///
     /// Examples:
     ///   ringbroker serve
     ///   ringbroker serve --listen 127.0.0.1:19092 --data-dir /var/lib/ringbroker --shards 4
     ///   ringbroker serve --config broker.toml
+    ///   ringbroker serve --config tuning/profiles/durability.toml --check-config
+    ///   ringbroker --log-format json serve
+    #[command(verbatim_doc_comment)]
     Serve(ServeArgs),
-    /// Inspect partition logs on disk.
+    /// Inspect partition logs on disk
     #[command(subcommand)]
     Log(LogCommand),
-    /// Load generator: produce, consume or both against any Kafka-compatible broker, with
-    /// HDR latency percentiles (see README "Load generation: ringbroker bench").
+    /// Load generator with HDR latency percentiles, against any Kafka-compatible broker
+    ///
+    /// Produce, consume or both (see README "Load generation: ringbroker bench").
     ///
     /// Examples:
     ///   ringbroker bench produce --bootstrap 127.0.0.1:9092 --records 1000000 --out results/
     ///   ringbroker bench e2e --rate 50000 --duration 60s --warmup 10s --compression lz4
-    #[command(subcommand)]
+    #[command(subcommand, verbatim_doc_comment)]
     Bench(ringbroker::bench::BenchCommand),
-    /// Manage topics: create, list, describe, delete, alter-config, add-partitions.
+    /// Manage topics: create, list, describe, delete, alter-config, add-partitions
     ///
     /// Examples:
     ///   ringbroker topic create orders -p 6 -c retention.ms=86400000
     ///   ringbroker topic describe orders -b 127.0.0.1:9092
     #[command(subcommand, verbatim_doc_comment)]
     Topic(ringbroker::cli::topic::TopicCommand),
-    /// Manage consumer groups: list, describe (members, offsets, lag), delete, reset-offsets.
+    /// Manage consumer groups: list, describe (members, offsets, lag), delete, reset-offsets
     ///
     /// Examples:
     ///   ringbroker group describe billing
@@ -82,7 +86,7 @@ enum Command {
     ///   ringbroker consume orders --group billing --from beginning
     #[command(verbatim_doc_comment)]
     Consume(ringbroker::cli::consume::ConsumeArgs),
-    /// Check the Linux settings a broker depends on; --apply changes the safe ones.
+    /// Check the Linux settings a broker depends on; --apply changes the safe ones
     ///
     /// Checks memlock, open files, io_uring, vm.*, THP, net.*, CPU governor and cores,
     /// and the data directory's file system; --apply changes what is safe at runtime
