@@ -39,10 +39,6 @@ use kafka_protocol::messages::list_offsets_request::{
 use kafka_protocol::messages::list_offsets_response::ListOffsetsResponse;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::metadata_response::MetadataResponse;
-use kafka_protocol::messages::produce_request::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
-use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId};
 use kafka_protocol::ResponseError;
 use ringbroker::protocol::batch_builder::BatchBuilder;
@@ -227,19 +223,7 @@ impl AdminClient {
         for i in 0..count {
             b.push(None, Some(&value), 1_700_000_000_000 + i as i64, &[]);
         }
-        let mut p = PartitionProduceData::default();
-        p.index = partition;
-        p.records = Some(b.build());
-        let mut t = TopicProduceData::default();
-        t.name = topic_name(topic);
-        t.partition_data = vec![p];
-        let mut req = ProduceRequest::default();
-        req.acks = -1;
-        req.timeout_ms = 5000;
-        req.topic_data = vec![t];
-        let resp: ProduceResponse = self.call(ApiKey::Produce, 7, &req);
-        let p = &resp.responses[0].partition_responses[0];
-        (p.error_code, p.base_offset)
+        self.produce_records(7, -1, topic, partition, b.build())
     }
 
     /// DeleteRecords v2 on one partition: (error code, low watermark).

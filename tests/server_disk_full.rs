@@ -8,10 +8,6 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, Fetc
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::MetadataResponse;
-use kafka_protocol::messages::produce_request::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
-use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError;
 use ringbroker::protocol::batch_builder::{decode_records, BatchBuilder};
@@ -41,19 +37,7 @@ fn batch(first_seq: u64) -> Bytes {
 
 /// Produce v9, acks=1: (error code, base offset).
 fn produce(c: &mut Client, records: Bytes) -> (i16, i64) {
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = 1;
-    req.timeout_ms = 5000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, &req);
-    let p = &resp.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    c.produce_records(9, 1, TOPIC, 0, records)
 }
 
 /// Every record's sequence number, read from offset 0 with Fetch v12.

@@ -10,10 +10,6 @@ use kafka_protocol::messages::list_offsets_request::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 };
 use kafka_protocol::messages::list_offsets_response::ListOffsetsResponse;
-use kafka_protocol::messages::produce_request::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
-use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::{ApiKey, ProducerId, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 use ringbroker::protocol::batch_builder::BatchBuilder;
@@ -69,19 +65,7 @@ impl IdemClient {
 
     /// Produce v9, acks=all, `records` to partition 0: (error code, base offset).
     fn produce(&mut self, records: Bytes) -> (i16, i64) {
-        let mut p = PartitionProduceData::default();
-        p.index = 0;
-        p.records = Some(records);
-        let mut t = TopicProduceData::default();
-        t.name = TopicName(StrBytes::from_static_str(TOPIC));
-        t.partition_data = vec![p];
-        let mut req = ProduceRequest::default();
-        req.acks = -1;
-        req.timeout_ms = 5000;
-        req.topic_data = vec![t];
-        let resp: ProduceResponse = self.call(ApiKey::Produce, 9, &req);
-        let p = &resp.responses[0].partition_responses[0];
-        (p.error_code, p.base_offset)
+        self.produce_records(9, -1, TOPIC, 0, records)
     }
 
     /// ListOffsets v7 latest of partition 0: the log end offset.

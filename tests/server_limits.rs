@@ -15,10 +15,6 @@ use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
-use kafka_protocol::messages::produce_request::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
-use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId, RequestHeader};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use ringbroker::protocol::batch_builder::BatchBuilder;
@@ -135,20 +131,8 @@ fn produce_fetch_round_trip(addr: SocketAddr, topic: &str, tag: u64) {
     let mut b = BatchBuilder::new(1_700_000_000_000);
     let value = format!("round trip {tag}");
     b.push(None, Some(value.as_bytes()), 1_700_000_000_000, &[]);
-    let mut p = PartitionProduceData::default();
-    p.index = 0;
-    p.records = Some(b.build());
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(topic);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = 1;
-    req.timeout_ms = 5000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, &req);
-    let part = &resp.responses[0].partition_responses[0];
-    assert_eq!(part.error_code, 0, "produce while the broker is under load");
-    let offset = part.base_offset;
+    let (code, offset) = c.produce_records(9, 1, topic, 0, b.build());
+    assert_eq!(code, 0, "produce while the broker is under load");
 
     let resp = fetch(&mut c, topic, offset, 1 << 20);
     let part = &resp.responses[0].partitions[0];
@@ -352,18 +336,7 @@ fn fill_partition(broker: &Broker, topic: &str, batches: usize, batch_bytes: usi
         for _ in 0..8 {
             b.push(None, Some(&value), 1_700_000_000_000 + i as i64, &[]);
         }
-        let mut p = PartitionProduceData::default();
-        p.index = 0;
-        p.records = Some(b.build());
-        let mut t = TopicProduceData::default();
-        t.name = topic_name(topic);
-        t.partition_data = vec![p];
-        let mut req = ProduceRequest::default();
-        req.acks = 1;
-        req.timeout_ms = 5000;
-        req.topic_data = vec![t];
-        let resp: ProduceResponse = c.call(ApiKey::Produce, 9, &req);
-        assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+        assert_eq!(c.produce_records(9, 1, topic, 0, b.build()).0, 0);
     }
 }
 

@@ -6,16 +6,11 @@ use std::process::Command;
 use std::time::Instant;
 
 use bytes::Bytes;
-use kafka_protocol::messages::produce_request::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
-use kafka_protocol::messages::produce_response::ProduceResponse;
-use kafka_protocol::messages::ApiKey;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 use serde_json::Value;
 
 mod broker;
-use broker::{topic_name, Broker, Client, WAIT};
+use broker::{Broker, Client, WAIT};
 
 fn ringbroker() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
@@ -236,18 +231,7 @@ fn produce(c: &mut Client, partition: i32, first: u64) {
         );
     }
     let records: Bytes = builder.build();
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = 1;
-    req.timeout_ms = 5000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, &req);
-    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(c.produce_records(9, 1, TOPIC, partition, records).0, 0);
 }
 
 #[test]

@@ -15,10 +15,6 @@ use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
-use kafka_protocol::messages::produce_request::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
-use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::{ApiKey, GroupId};
 use kafka_protocol::ResponseError;
 use ringbroker::protocol::batch_builder::BatchBuilder;
@@ -35,18 +31,7 @@ fn produce(c: &mut Client, partition: i32) -> i16 {
     for i in 0..RECORDS_PER_BATCH {
         b.push(None, Some(b"value"), 1_700_000_000_000 + i as i64, &[]);
     }
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(b.build());
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(TOPIC);
-    t.partition_data = vec![p];
-    let mut req = ProduceRequest::default();
-    req.acks = -1;
-    req.timeout_ms = 5000;
-    req.topic_data = vec![t];
-    let resp: ProduceResponse = c.call(ApiKey::Produce, 9, &req);
-    resp.responses[0].partition_responses[0].error_code
+    c.produce_records(9, -1, TOPIC, partition, b.build()).0
 }
 
 /// Fetch v11 from offset 0; returns the high watermark.

@@ -14,6 +14,10 @@ use kafka_protocol::messages::create_topics_request::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
 use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+use kafka_protocol::messages::produce_request::{
+    PartitionProduceData, ProduceRequest, TopicProduceData,
+};
+use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -308,6 +312,31 @@ impl Client {
     ) -> Resp {
         let correlation = self.send(key, version, request);
         self.receive(key, version, correlation)
+    }
+
+    /// Produce (v3 or later) of one record batch to one partition, 5 s timeout: the
+    /// partition's (error code, base offset).
+    pub fn produce_records(
+        &mut self,
+        version: i16,
+        acks: i16,
+        topic: &str,
+        partition: i32,
+        records: Bytes,
+    ) -> (i16, i64) {
+        let mut p = PartitionProduceData::default();
+        p.index = partition;
+        p.records = Some(records);
+        let mut t = TopicProduceData::default();
+        t.name = topic_name(topic);
+        t.partition_data = vec![p];
+        let mut req = ProduceRequest::default();
+        req.acks = acks;
+        req.timeout_ms = 5000;
+        req.topic_data = vec![t];
+        let resp: ProduceResponse = self.call(ApiKey::Produce, version, &req);
+        let p = &resp.responses[0].partition_responses[0];
+        (p.error_code, p.base_offset)
     }
 
     /// CreateTopics v7 for one topic; panics unless it was created.
