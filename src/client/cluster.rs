@@ -7,10 +7,6 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
-use kafka_protocol::messages::create_topics_request::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
-};
-use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::list_offsets_request::{
@@ -211,7 +207,8 @@ impl Cluster {
     }
 
     /// Creates a topic (replication factor 1 unless configured otherwise by the broker).
-    /// `TOPIC_ALREADY_EXISTS` is not an error.
+    /// `TOPIC_ALREADY_EXISTS` is not an error (see [`super::admin::create_topic`] for the
+    /// strict form).
     pub fn create_topic(
         &self,
         name: &str,
@@ -219,38 +216,22 @@ impl Cluster {
         replication_factor: i16,
         configs: &[(&str, &str)],
     ) -> ClientResult<()> {
-        let mut topic = CreatableTopic::default();
-        topic.name = topic_name(name);
-        topic.num_partitions = partitions;
-        topic.replication_factor = replication_factor;
-        topic.configs = configs
-            .iter()
-            .map(|(n, v)| {
-                let mut c = CreatableTopicConfig::default();
-                c.name = StrBytes::from_string(n.to_string());
-                c.value = Some(StrBytes::from_string(v.to_string()));
-                c
-            })
-            .collect();
-        let mut req = CreateTopicsRequest::default();
-        req.topics = vec![topic];
-        req.timeout_ms = self.config.request_timeout.as_millis() as i32;
-        let version = self.version(ApiKey::CreateTopics)?;
-        let resp: CreateTopicsResponse =
-            self.any_connection()?
-                .call(ApiKey::CreateTopics, version, &req)?;
-        let result = resp
-            .topics
-            .first()
-            .ok_or_else(|| ClientError::codec("CreateTopics response", "no topic in it"))?;
-        match KafkaCode::from_code(result.error_code) {
-            None => Ok(()),
-            Some(c) if c.0 == ResponseError::TopicAlreadyExists.code() => Ok(()),
-            Some(code) => Err(ClientError::Kafka {
-                api: "CreateTopics",
-                code,
-                message: result.error_message.as_ref().map(|m| m.to_string()),
-            }),
+        let topic = super::admin::NewTopic {
+            name: name.to_string(),
+            partitions: Some(partitions),
+            replication_factor: Some(replication_factor),
+            configs: configs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        };
+        match super::admin::create_topic(self, &topic) {
+            Err(ClientError::Kafka { code, .. })
+                if code.0 == ResponseError::TopicAlreadyExists.code() =>
+            {
+                Ok(())
+            }
+            other => other,
         }
     }
 
