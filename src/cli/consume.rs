@@ -22,7 +22,7 @@ use crate::client::{ClientError, Cluster, Consumer, ConsumerConfig, OffsetSpec};
 use super::connect::ConnectArgs;
 use super::explain::CliError;
 use super::record_format::RecordFormat;
-use super::topic_exists::partition_count;
+use super::topic_exists::{check_partition, partition_count};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ConsumeArgs {
@@ -188,13 +188,7 @@ pub fn run(args: ConsumeArgs) -> Result<ConsumeOutcome, CliError> {
     let cluster = args.connect.connect()?;
     let partitions = partition_count(&cluster, &args.topic)?;
     for &p in &args.partitions {
-        if p < 0 || p as usize >= partitions {
-            return Err(CliError::Usage(format!(
-                "--partition {p}: topic {} has partitions 0..{}",
-                args.topic,
-                partitions.saturating_sub(1)
-            )));
-        }
+        check_partition(&args.topic, partitions, p)?;
     }
     let config = ConsumerConfig {
         fetch_max_wait: Duration::from_millis(250),

@@ -19,7 +19,7 @@ use crate::client::{
 
 use super::connect::ConnectArgs;
 use super::explain::{explain, CliError};
-use super::topic_exists::partition_count;
+use super::topic_exists::{check_partition, partition_count};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ProduceArgs {
@@ -161,13 +161,7 @@ pub fn run(args: ProduceArgs) -> Result<ProduceOutcome, CliError> {
     let cluster = args.connect.connect()?;
     let partitions = partition_count(&cluster, &args.topic)?;
     if let Some(p) = args.partition {
-        if p < 0 || p as usize >= partitions {
-            return Err(CliError::Usage(format!(
-                "--partition {p}: topic {} has partitions 0..{}",
-                args.topic,
-                partitions.saturating_sub(1)
-            )));
-        }
+        check_partition(&args.topic, partitions, p)?;
     }
     let config = ProducerConfig {
         acks: args.acks,

@@ -26,3 +26,14 @@ pub fn partition_count(cluster: &Cluster, topic: &str) -> Result<usize, CliError
     }
     Ok(cluster.wait_for_leaders(topic)?)
 }
+
+/// A `--partition` the user named must be one of the topic's `partitions`.
+pub fn check_partition(topic: &str, partitions: usize, partition: i32) -> Result<(), CliError> {
+    if partition < 0 || partition as usize >= partitions {
+        return Err(CliError::Usage(format!(
+            "--partition {partition}: topic {topic} has partitions 0..{}",
+            partitions.saturating_sub(1)
+        )));
+    }
+    Ok(())
+}

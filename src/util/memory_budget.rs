@@ -282,6 +282,7 @@ impl Drop for Acquire {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::rng::Rng;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::task::Wake;
@@ -381,20 +382,9 @@ mod tests {
         assert_eq!(b.stats().held, 0);
     }
 
-    /// xorshift64*: deterministic, no dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
+    /// Uniform in `0..n` from the project's seeded generator.
+    fn below(rng: &mut Rng, n: u64) -> u64 {
+        rng.range(0, n - 1)
     }
 
     struct Waiting {
@@ -413,20 +403,20 @@ mod tests {
         // What the runs exercised, so that the checks are not vacuous.
         let (mut granted_after_waiting, mut cancelled, mut oversized_held) = (0, 0, 0);
         for seed in 1..=300u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            let limit = 1 + rng.below(1000) as usize;
+            let mut rng = Rng::new(seed);
+            let limit = 1 + below(&mut rng, 1000) as usize;
             let b = MemoryBudget::new(limit);
             let mut held: Vec<MemoryPermit> = Vec::new();
             let mut waiting: Vec<Waiting> = Vec::new();
             let mut next_seq = 0u64;
             let mut last_granted_seq: Option<u64> = None;
             for _ in 0..400 {
-                match rng.below(10) {
+                match below(&mut rng, 10) {
                     0..=3 => {
-                        let bytes = if rng.below(20) == 0 {
-                            limit + 1 + rng.below(limit as u64) as usize
+                        let bytes = if below(&mut rng, 20) == 0 {
+                            limit + 1 + below(&mut rng, limit as u64) as usize
                         } else {
-                            1 + rng.below(limit as u64 / 2 + 1) as usize
+                            1 + below(&mut rng, limit as u64 / 2 + 1) as usize
                         };
                         let (mut fut, flag) = (b.acquire(bytes), flag());
                         let queued_before = b.stats().waiting;
@@ -445,13 +435,13 @@ mod tests {
                             }
                         }
                     }
-                    4 => held.push(b.charge(1 + rng.below(limit as u64) as usize)),
+                    4 => held.push(b.charge(1 + below(&mut rng, limit as u64) as usize)),
                     5..=7 if !held.is_empty() => {
-                        let i = rng.below(held.len() as u64) as usize;
+                        let i = below(&mut rng, held.len() as u64) as usize;
                         drop(held.swap_remove(i));
                     }
                     8 if !waiting.is_empty() => {
-                        let i = rng.below(waiting.len() as u64) as usize;
+                        let i = below(&mut rng, waiting.len() as u64) as usize;
                         waiting.remove(i);
                         cancelled += 1;
                     }
