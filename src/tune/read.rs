@@ -146,19 +146,12 @@ fn nearest_existing(path: &Path) -> PathBuf {
     }
 }
 
+/// The same statvfs the broker's low-disk warning uses.
 fn disk_space(dir: &Path) -> Option<DiskSpace> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: an all-zero statvfs is a valid value for the kernel to overwrite.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a struct we own.
-    if unsafe { libc::statvfs(c_path.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    let frsize = st.f_frsize as u64;
+    let usage = crate::health::disk_space::usage(dir).ok()?;
     Some(DiskSpace {
-        total: (st.f_blocks as u64).saturating_mul(frsize),
-        available: (st.f_bavail as u64).saturating_mul(frsize),
+        total: usage.total_bytes,
+        available: usage.free_bytes,
     })
 }
 
