@@ -450,5 +450,35 @@ fn thread_states(pid: i32) -> String {
         let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
         out.push(format!("{} {state} {wchan}", comm.trim()));
     }
+    out.push(io_uring_states(pid));
+    out.join("; ")
+}
+
+/// The head and tail of every io_uring of process `pid` (its fdinfo): a ring whose CqTail is
+/// ahead of its CqHead holds completions its thread has not seen.
+fn io_uring_states(pid: i32) -> String {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return String::new();
+    };
+    let mut out = Vec::new();
+    for fd in fds.flatten() {
+        let is_ring = std::fs::read_link(fd.path())
+            .is_ok_and(|target| target.to_string_lossy().contains("io_uring"));
+        if !is_ring {
+            continue;
+        }
+        let name = fd.file_name().to_string_lossy().into_owned();
+        let info =
+            std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{name}")).unwrap_or_default();
+        let fields: Vec<&str> = info
+            .lines()
+            .filter(|l| {
+                ["SqHead", "SqTail", "CqHead", "CqTail", "CachedCqTail"]
+                    .iter()
+                    .any(|k| l.starts_with(k))
+            })
+            .collect();
+        out.push(format!("io_uring fd {name}: {}", fields.join(" ")));
+    }
     out.join("; ")
 }
