@@ -398,6 +398,53 @@ impl TcpListener {
     }
 }
 
+/// Wakes the current shard when the process receives one of a set of signals.
+///
+/// The signal handler writes a byte to a socket pair (async-signal-safe); the shard reads the
+/// other end through its own ring. Nothing polls a flag and no other thread has to wake the
+/// executor. Each shard registers its own; dropping it unregisters.
+pub struct SignalListener {
+    stream: glommio::net::UnixStream,
+    registrations: Vec<signal_hook::SigId>,
+}
+
+impl SignalListener {
+    pub fn register(signals: &[i32]) -> io::Result<SignalListener> {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        let (read, write) = std::os::unix::net::UnixStream::pair()?;
+        read.set_nonblocking(true)?;
+        write.set_nonblocking(true)?;
+        let mut registrations = Vec::with_capacity(signals.len());
+        for &signal in signals {
+            registrations.push(signal_hook::low_level::pipe::register(
+                signal,
+                write.try_clone()?,
+            )?);
+        }
+        // SAFETY: the descriptor is one end of a socket pair that we own and hand over.
+        let stream = unsafe { glommio::net::UnixStream::from_raw_fd(read.into_raw_fd()) };
+        Ok(SignalListener {
+            stream,
+            registrations,
+        })
+    }
+
+    /// Resolves once one of the signals arrived since registration (at once if one did).
+    pub async fn wait(&mut self) -> io::Result<()> {
+        use futures_lite::AsyncReadExt;
+        let mut byte = [0u8; 1];
+        self.stream.read(&mut byte).await.map(|_| ())
+    }
+}
+
+impl Drop for SignalListener {
+    fn drop(&mut self) {
+        for id in self.registrations.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
 /// The sending half of a bounded single-shard channel.
 pub struct LocalSender<T> {
     inner: glommio::channels::local_channel::LocalSender<T>,

@@ -59,6 +59,8 @@ const HOUSEKEEPING_INTERVAL: Duration = Duration::from_millis(500);
 /// How often retention runs and checkpoints are written (Kafka's
 /// log.retention.check.interval.ms is 5 minutes; checkpoints every minute).
 const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
+/// The signals that stop the broker cleanly.
+const STOP_SIGNALS: [i32; 2] = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT];
 /// How long shutdown waits for connections to finish their in-flight requests.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -133,7 +135,7 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     config.produce_memory_max_bytes = Some(config.produce_memory_limit());
     config.metrics_listen = crate::metrics::endpoint::reserve(&config)?;
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+    for signal in STOP_SIGNALS {
         signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(ServerError::Signals)?;
     }
     let shards = ShardsConfig {
@@ -303,8 +305,14 @@ async fn shard_main(
         })
     };
 
-    while !stop.load(Ordering::Relaxed) {
-        runtime::sleep(Duration::from_millis(100)).await;
+    // The signal wakes this shard through its own ring; the flag covers a signal that came
+    // before the listener was registered.
+    let mut signals = runtime::SignalListener::register(&STOP_SIGNALS)
+        .map_err(|e| format!("cannot listen for signals: {e}"))?;
+    if !stop.load(Ordering::Acquire) {
+        if let Err(e) = signals.wait().await {
+            tracing::error!(shard = shard.id, error = %e, "lost the signal listener; stopping");
+        }
     }
     tracing::info!(shard = shard.id, "shutting down: no new connections");
     shutdown.trigger();
