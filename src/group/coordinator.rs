@@ -313,7 +313,12 @@ impl GroupCoordinator {
         let mut consider = |t: i64| {
             earliest = Some(earliest.map_or(t, |e: i64| e.min(t)));
         };
-        for group in self.groups.values() {
+        // As `tick`: groups of a partition still loading wait for its load.
+        for group in self
+            .groups
+            .values()
+            .filter(|g| self.is_serving(g.partition))
+        {
             group.pending_members.values().for_each(|&t| consider(t));
             if let Some(phase) = group.join_phase {
                 consider(phase.deadline_ms());

@@ -177,6 +177,14 @@ impl Sim {
             self.now = (self.now + TICK_MS).min(end);
             let out = self.coord.tick(self.now);
             self.absorb(out);
+            // The shard's ticker sleeps until next_deadline: a tick must leave nothing due.
+            if let Some(next) = self.coord.next_deadline() {
+                assert!(
+                    next > self.now,
+                    "deadline {next} still due after a tick at {}",
+                    self.now
+                );
+            }
         }
     }
 

@@ -10,6 +10,7 @@ pub mod accept;
 pub mod connection;
 pub mod connection_limits;
 pub mod handlers;
+mod housekeeping;
 mod refusal_log;
 mod startup_log;
 
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use self::connection_limits::ConnectionLimits;
 use self::refusal_log::RefusalLog;
@@ -54,11 +55,6 @@ pub enum ServerError {
     Shard { shard: usize, reason: String },
 }
 
-/// How often each shard runs flush.ms checks.
-const HOUSEKEEPING_INTERVAL: Duration = Duration::from_millis(500);
-/// How often retention runs and checkpoints are written (Kafka's
-/// log.retention.check.interval.ms is 5 minutes; checkpoints every minute).
-const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
 /// The signals that stop the broker cleanly.
 const STOP_SIGNALS: [i32; 2] = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT];
 /// How long shutdown waits for connections to finish their in-flight requests.
@@ -173,14 +169,102 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         config.max_connections_per_ip,
         &config.max_connections_per_ip_overrides,
     );
+    stop_on_panic();
     let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
-        shard_main(ctx, config, stop, ready, limits)
+        let id = ctx.id();
+        async move {
+            let result = shard_main(ctx, config, stop, ready, limits).await;
+            if let Err(reason) = &result {
+                // Never half alive: the other shards stop as on SIGTERM, and the process
+                // exits non-zero.
+                tracing::error!(shard = id, %reason, "shard failed; stopping the broker");
+                request_stop();
+            }
+            result
+        }
     })?;
     for (shard, r) in results.into_iter().enumerate() {
         r.map_err(|reason| ServerError::Shard { shard, reason })?;
     }
     tracing::info!("stopped cleanly");
     Ok(())
+}
+
+/// How long the shards get to stop after one of them failed, before the process exits anyway
+/// (a shard may wait for a reply the failed one will never send).
+const FAILED_STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// After a shard failed: stops every shard as SIGTERM does (the signal handler wakes each of
+/// them) and makes sure the process ends, non-zero, within [`FAILED_STOP_GRACE`].
+fn request_stop() {
+    // SAFETY: kill(2) of our own process with a signal whose handler is installed.
+    unsafe {
+        libc::kill(libc::getpid(), signal_hook::consts::SIGTERM);
+    }
+    let _ = std::thread::Builder::new()
+        .name("ringbroker-failed-stop".into())
+        .spawn(|| {
+            std::thread::sleep(FAILED_STOP_GRACE);
+            tracing::error!(
+                "the shards did not stop within {FAILED_STOP_GRACE:?} of a shard failure; exiting"
+            );
+            // SAFETY: ends the process at once; logs are crash-safe (recovery on restart).
+            unsafe { libc::_exit(1) }
+        });
+}
+
+/// A panic on any thread is logged and stops the broker (the panicking shard is gone; the
+/// others close their logs cleanly), so a supervisor sees the process exit, non-zero.
+fn stop_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let thread = std::thread::current();
+        tracing::error!(
+            thread = thread.name().unwrap_or("unnamed"),
+            panic = %info,
+            "a broker thread panicked; stopping the broker"
+        );
+        previous(info);
+        request_stop();
+    }));
+}
+
+/// Test hooks: `RINGBROKER_FAILPOINT=shard-start:N` makes shard N fail to start and
+/// `shard-panic:N` makes it panic once it serves, so tests can check the process ends.
+fn failpoint(kind: &str, shard: usize) -> bool {
+    std::env::var("RINGBROKER_FAILPOINT")
+        .is_ok_and(|v| v.split(',').any(|f| f == format!("{kind}:{shard}")))
+}
+
+/// The connections of one shard that are still being served; shutdown waits for none.
+#[derive(Default)]
+struct OpenConnections {
+    count: std::cell::Cell<usize>,
+    none_left: crate::util::notify::Notify,
+}
+
+impl OpenConnections {
+    fn opened(&self) {
+        self.count.set(self.count.get() + 1);
+    }
+
+    fn closed(&self) {
+        self.count.set(self.count.get().saturating_sub(1));
+        if self.count.get() == 0 {
+            self.none_left.notify();
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.count.get()
+    }
+
+    /// Resolves once no connection is open.
+    async fn all_closed(&self) {
+        while self.count.get() > 0 {
+            self.none_left.notified().await;
+        }
+    }
 }
 
 /// Counts shards whose listener is bound; the last one announces the broker.
@@ -213,6 +297,9 @@ async fn shard_main(
     limits: Arc<ConnectionLimits>,
 ) -> Result<(), String> {
     let listen = config.listen;
+    if failpoint("shard-start", ctx.id()) {
+        return Err("failpoint shard-start".to_string());
+    }
     let (shard, inboxes, recovery) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
     ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);
@@ -221,11 +308,14 @@ async fn shard_main(
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let metrics_listener = crate::metrics::endpoint::bind(shard.id, &shard.config);
     ready.shard_bound();
+    if failpoint("shard-panic", shard.id) {
+        runtime::spawn_detached(async { panic!("failpoint shard-panic") });
+    }
     let shutdown = Rc::new(ShutdownSignal::new());
     if let Some(l) = metrics_listener {
         crate::metrics::endpoint::spawn(l, Rc::clone(&shard), Rc::clone(&shutdown));
     }
-    let connections = Rc::new(std::cell::Cell::new(0usize));
+    let connections = Rc::new(OpenConnections::default());
 
     let accept_task = {
         let shard = Rc::clone(&shard);
@@ -250,13 +340,13 @@ async fn shard_main(
                         continue;
                     }
                 };
-                connections.set(connections.get() + 1);
+                connections.opened();
                 let shard = Rc::clone(&shard);
                 let shutdown = Rc::clone(&shutdown);
                 let connections = Rc::clone(&connections);
                 runtime::spawn_detached(async move {
                     connection::serve(shard, stream, peer, shutdown).await;
-                    connections.set(connections.get() - 1);
+                    connections.closed();
                     drop(admitted);
                 });
             }
@@ -272,7 +362,6 @@ async fn shard_main(
         let shard = Rc::clone(&shard);
         let shutdown = Rc::clone(&shutdown);
         runtime::spawn(async move {
-            let mut since_retention = Duration::ZERO;
             // Shard 0 watches the data dir's free space (one filesystem for all shards),
             // checking at once so a broker started on a nearly full disk says so.
             let mut disk_watch = (shard.id == 0).then(|| {
@@ -284,23 +373,27 @@ async fn shard_main(
                     disk_space::LOW_DISK_REPEAT_INTERVAL,
                 )
             });
-            let mut since_disk_check = disk_space::DISK_CHECK_INTERVAL;
+            let mut schedule =
+                housekeeping::Schedule::new(Instant::now(), disk_space::DISK_CHECK_INTERVAL);
             while !shutdown.is_triggered() {
-                if let Some(watch) = disk_watch.as_mut() {
-                    if since_disk_check >= disk_space::DISK_CHECK_INTERVAL {
-                        since_disk_check = Duration::ZERO;
+                let jobs = schedule.take_due(Instant::now());
+                if jobs.disk_check {
+                    if let Some(watch) = disk_watch.as_mut() {
                         disk_space::check(watch, &shard.config.data_dir);
                     }
                 }
-                runtime::sleep(HOUSEKEEPING_INTERVAL).await;
-                since_retention += HOUSEKEEPING_INTERVAL;
-                since_disk_check += HOUSEKEEPING_INTERVAL;
-                let retention_due = since_retention >= RETENTION_INTERVAL;
-                if retention_due {
-                    since_retention = Duration::ZERO;
+                if jobs.flush || jobs.retention {
+                    shard.housekeeping(runtime::now_ms(), jobs.retention).await;
+                    crate::health::slow_fsync::flush();
                 }
-                shard.housekeeping(runtime::now_ms(), retention_due).await;
-                crate::health::slow_fsync::flush();
+                // Only partitions with a flush policy (log.flush.interval.*) need the frequent
+                // flush check; otherwise the shard sleeps until its next real job.
+                let wait = schedule.wait(
+                    Instant::now(),
+                    shard.has_flush_policy(),
+                    disk_watch.is_some(),
+                );
+                futures_lite::future::or(runtime::sleep(wait), shutdown.wait()).await;
             }
         })
     };
@@ -319,10 +412,26 @@ async fn shard_main(
     shard.close_groups();
     accept_task.await;
     housekeeping.await;
-    let mut waited = Duration::ZERO;
-    while connections.get() > 0 && waited < DRAIN_TIMEOUT {
-        runtime::sleep(Duration::from_millis(20)).await;
-        waited += Duration::from_millis(20);
+    let drained = connections.all_closed();
+    if futures_lite::future::or(
+        async {
+            drained.await;
+            true
+        },
+        async {
+            runtime::sleep(DRAIN_TIMEOUT).await;
+            false
+        },
+    )
+    .await
+    {
+        tracing::debug!(shard = shard.id, "every connection closed");
+    } else {
+        tracing::warn!(
+            shard = shard.id,
+            open = connections.count(),
+            "connections still open after {DRAIN_TIMEOUT:?}; closing the logs under them"
+        );
     }
     shard.close_logs().await;
     Ok(())

@@ -16,11 +16,9 @@ use crate::protocol::record_batch::BatchHeader;
 use crate::protocol::ResponseError;
 use crate::runtime;
 use crate::util::local_oneshot;
+use crate::util::notify::Notify;
 
 use super::Shard;
-
-/// How often the coordinator's timers are driven.
-pub const GROUP_TICK: Duration = Duration::from_millis(100);
 
 /// Records per batch when rewriting a partition's live state (keeps batches far below
 /// `message.max.bytes`: a record is at most a few KiB of offset metadata).
@@ -52,6 +50,9 @@ pub struct GroupService {
     /// Set at shutdown: calls are refused so no client waits out a rebalance on a stopping
     /// broker.
     closed: Cell<bool>,
+    /// Wakes the ticker when the coordinator's state changed (its next deadline may be
+    /// earlier than the one the ticker sleeps towards).
+    rearm: Notify,
 }
 
 impl GroupService {
@@ -65,6 +66,7 @@ impl GroupService {
             compacting: RefCell::new(HashSet::new()),
             after_compaction: RefCell::new(Vec::new()),
             closed: Cell::new(false),
+            rearm: Notify::new(),
         }
     }
 }
@@ -98,6 +100,7 @@ impl Shard {
 
     /// Sends the replies that are ready and starts the appends the coordinator asked for.
     fn apply_group_output(self: &Rc<Self>, out: Output) {
+        self.groups.rearm.notify();
         for (token, reply) in out.replies {
             if let Some(tx) = self.groups.waiting.borrow_mut().remove(&token) {
                 tx.send(reply);
@@ -216,7 +219,21 @@ impl Shard {
         let shard = Rc::clone(self);
         runtime::spawn_detached(async move {
             while !stopping() {
-                runtime::sleep(GROUP_TICK).await;
+                // Sleep until the coordinator's next deadline, or until a call, an append
+                // outcome or a load changed what that deadline is. Notifications before this
+                // point are reflected in the deadline read now.
+                shard.groups.rearm.forget_pending();
+                let next = shard.groups.coordinator.borrow().next_deadline();
+                let wait = next.map(|at| at.saturating_sub(runtime::now_ms()).max(0) as u64);
+                if wait != Some(0) {
+                    let sleep = async {
+                        match wait {
+                            Some(ms) => runtime::sleep(Duration::from_millis(ms)).await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    futures_lite::future::or(sleep, shard.groups.rearm.notified()).await;
+                }
                 let out = shard
                     .groups
                     .coordinator
@@ -258,6 +275,7 @@ impl Shard {
                 .coordinator
                 .borrow_mut()
                 .finish_load(index, runtime::now_ms());
+            self.groups.rearm.notify();
             if replayed > 0 {
                 tracing::info!(
                     partition = index,

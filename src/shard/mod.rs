@@ -688,6 +688,15 @@ impl Shard {
         }
     }
 
+    /// Whether an owned partition flushes by count or age (`log.flush.interval.messages|ms`),
+    /// so housekeeping must check it often.
+    pub fn has_flush_policy(&self) -> bool {
+        self.partitions.borrow().values().any(|p| {
+            let config = p.log.config();
+            config.flush_ms != i64::MAX || config.flush_messages != u64::MAX
+        })
+    }
+
     /// Clean shutdown of every owned log (flush, checkpoint, clean-shutdown marker).
     pub async fn close_logs(&self) {
         for p in self.owned_partitions() {
