@@ -10,6 +10,7 @@ use std::fmt::Write;
 use super::latency::{Latency, QUANTILES};
 use super::registry::{ApiStats, Stage};
 use super::snapshot::{group_lag, PartitionStats, ShardMetrics};
+use crate::runtime::stall::StallStats;
 use crate::util::memory_budget::MemoryBudgetStats;
 
 /// The `Content-Type` of the text format.
@@ -231,6 +232,28 @@ pub fn render(shards: &[ShardMetrics]) -> String {
                 &[("shard", &shard_label(s))],
                 value(&s.produce_memory),
             );
+        }
+    }
+
+    type StallValue = fn(&StallStats) -> f64;
+    let stalls: [(&str, &str, &str, StallValue); 2] = [
+        (
+            "ringbroker_reactor_stall_longest_seconds",
+            "gauge",
+            "Longest single poll of a task on the shard's thread since start: nothing else on the shard ran meanwhile.",
+            |s| s.longest.as_secs_f64(),
+        ),
+        (
+            "ringbroker_reactor_stalls_total",
+            "counter",
+            "Polls that held the shard's thread for 100 ms or more (each also logged, rate-limited).",
+            |s| s.over_threshold as f64,
+        ),
+    ];
+    for (name, kind, help, value) in stalls {
+        out.family(name, kind, help);
+        for s in shards {
+            out.sample(name, &[("shard", &shard_label(s))], value(&s.stalls));
         }
     }
 
@@ -457,6 +480,10 @@ mod tests {
                 waits: 3,
                 wait_time: Duration::from_millis(250),
             },
+            stalls: StallStats {
+                longest: Duration::from_millis(150 * (id as u64 + 1)),
+                over_threshold: 2,
+            },
         }
     }
 
@@ -525,6 +552,11 @@ mod tests {
             find(r#"ringbroker_produce_memory_wait_seconds_total{shard="0"}"#),
             0.25
         );
+        assert_eq!(
+            find(r#"ringbroker_reactor_stall_longest_seconds{shard="1"}"#),
+            0.3
+        );
+        assert_eq!(find(r#"ringbroker_reactor_stalls_total{shard="0"}"#), 2.0);
         assert_eq!(
             find(r#"ringbroker_produce_memory_limit_bytes{shard="0"}"#),
             8388608.0

@@ -1,6 +1,7 @@
 //! What one shard reports when asked for its metrics (sent over the mesh, so `Send`).
 
 use super::registry::Registry;
+use crate::runtime::stall::StallStats;
 use crate::util::memory_budget::MemoryBudgetStats;
 
 /// One shard's metrics at one moment.
@@ -14,6 +15,8 @@ pub struct ShardMetrics {
     pub group_offsets: Vec<GroupOffset>,
     /// The shard's produce memory budget (`ringbroker.produce.memory.max.bytes`).
     pub produce_memory: MemoryBudgetStats,
+    /// The shard thread's longest poll and how many passed the stall threshold.
+    pub stalls: StallStats,
 }
 
 /// Offsets and sizes of one partition log.

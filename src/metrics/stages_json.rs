@@ -120,6 +120,7 @@ mod tests {
             partitions: Vec::new(),
             group_offsets: Vec::new(),
             produce_memory: Default::default(),
+            stalls: Default::default(),
         }
     }
 

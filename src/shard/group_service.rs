@@ -12,7 +12,7 @@ use crate::group::api::{Call, GroupConfig, OffsetsRecord, Output, Reply, Token};
 use crate::group::GroupCoordinator;
 use crate::log::{AppendOptions, LogError};
 use crate::protocol::batch_builder::{decode_records_decompressed, BatchBuilder};
-use crate::protocol::record_batch::BatchHeader;
+use crate::protocol::record_batch::{BatchHeader, Compression};
 use crate::protocol::ResponseError;
 use crate::runtime;
 use crate::util::local_oneshot;
@@ -306,7 +306,17 @@ impl Shard {
                     break;
                 }
                 let batch = &rest[..len];
-                match decode_records_decompressed(batch, MAX_LOAD_BATCH_BYTES) {
+                let decoded = if matches!(header.compression(), Ok(Compression::None)) {
+                    decode_records_decompressed(batch, MAX_LOAD_BATCH_BYTES)
+                } else {
+                    // Up to 64 MiB of decompression: off the reactor.
+                    let owned = batch.to_vec();
+                    runtime::spawn_blocking(move || {
+                        decode_records_decompressed(&owned, MAX_LOAD_BATCH_BYTES)
+                    })
+                    .await
+                };
+                match decoded {
                     Ok(records) => {
                         let mut coordinator = self.groups.coordinator.borrow_mut();
                         for r in records {

@@ -58,6 +58,7 @@ impl Shard {
             partitions,
             group_offsets,
             produce_memory: self.produce_memory.stats(),
+            stalls: runtime::stall::stats(),
         }
     }
 

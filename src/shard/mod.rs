@@ -220,7 +220,10 @@ impl Shard {
                 tracing::warn!(topic = %key.0, partition = key.1, error = %e, "closing a deleted partition");
             }
             let dir = self.partition_dir(&key.0, key.1);
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
+            // Off the reactor: a big partition is many files to unlink.
+            let removing = dir.clone();
+            if let Err(e) = runtime::spawn_blocking(move || std::fs::remove_dir_all(removing)).await
+            {
                 tracing::warn!(dir = %dir.display(), error = %e, "could not delete a deleted partition's directory");
             }
         }

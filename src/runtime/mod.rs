@@ -13,6 +13,8 @@
 //! the default here is small. Our file I/O is buffered (page cache), so the registered pool is
 //! only used by glommio internals.
 
+pub mod stall;
+
 use std::future::Future;
 use std::io;
 use std::path::Path;
@@ -172,7 +174,7 @@ where
                 receivers,
             };
             let id = ctx.id;
-            Ok::<(usize, T), ()>((id, shard_main(ctx).await))
+            Ok::<(usize, T), ()>((id, stall::Timed::new(shard_main(ctx)).await))
         })
         .map_err(|e| RuntimeError::Start(e.into()))?;
     let mut results: Vec<Option<T>> = (0..count).map(|_| None).collect();
@@ -212,14 +214,20 @@ pub fn block_on<T>(future: impl Future<Output = T>) -> Result<T, RuntimeError> {
 /// A task handle: awaiting it yields the task's output; dropping it cancels the task.
 pub type Task<T> = glommio::Task<T>;
 
-/// Spawns a task on the current shard.
+/// Spawns a task on the current shard (its polls are timed: [`stall`]).
 pub fn spawn<T: 'static>(future: impl Future<Output = T> + 'static) -> Task<T> {
-    glommio::spawn_local(future)
+    glommio::spawn_local(stall::Timed::new(future))
 }
 
 /// Spawns a task on the current shard that runs to completion on its own.
 pub fn spawn_detached(future: impl Future<Output = ()> + 'static) {
-    glommio::spawn_local(future).detach();
+    glommio::spawn_local(stall::Timed::new(future)).detach();
+}
+
+/// Runs `work` on the shard's blocking thread pool (blocking file-system calls, large
+/// decompressions) so the reactor keeps serving; resolves with its result.
+pub async fn spawn_blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    glommio::executor().spawn_blocking(work).await
 }
 
 /// Waits for `duration` on the current shard's timer wheel.
