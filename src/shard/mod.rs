@@ -167,7 +167,7 @@ impl Shard {
                 }
             };
             for (i, p) in topic.partitions.iter().enumerate() {
-                if p.shard == self.id {
+                if metadata::shard_for_slot(p.slot, self.count) == self.id {
                     wanted.push((topic.name.clone(), i as i32, log_config.clone()));
                 }
             }
@@ -210,7 +210,7 @@ impl Shard {
             .partitions
             .borrow()
             .iter()
-            .filter(|((t, i), _)| meta.shard_of(t, *i) != Some(self.id))
+            .filter(|((t, i), _)| meta.shard_of(t, *i, self.count) != Some(self.id))
             .map(|(k, p)| (k.clone(), Rc::clone(p)))
             .collect();
         for (key, p) in gone {
@@ -330,7 +330,7 @@ impl Shard {
         let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
         for (i, op) in ops.into_iter().enumerate() {
             let (topic, partition) = op.topic_partition();
-            match meta.shard_of(topic, partition) {
+            match meta.shard_of(topic, partition, self.count) {
                 Some(owner) => by_shard.entry(owner).or_default().push((i, op)),
                 None => results[i] = Some(unknown_partition_result(&op)),
             }
@@ -444,7 +444,7 @@ impl Shard {
         let meta = self.metadata();
         let mut by_shard: HashMap<usize, Vec<(String, i32, i64)>> = HashMap::new();
         for (t, p, o) in partitions {
-            if let Some(owner) = meta.shard_of(&t, p) {
+            if let Some(owner) = meta.shard_of(&t, p, self.count) {
                 by_shard.entry(owner).or_default().push((t, p, o));
             }
         }
@@ -574,7 +574,7 @@ impl Shard {
                     message: e.to_string(),
                 })?;
                 let next = current
-                    .with_topic(&name, partitions, configs, self.count, uuid::Uuid::new_v4())
+                    .with_topic(&name, partitions, configs, uuid::Uuid::new_v4())
                     .map_err(metadata_error)?;
                 (next, validate_only)
             }
@@ -596,7 +596,7 @@ impl Shard {
                 validate_only,
             } => (
                 current
-                    .with_partition_count(&name, total, self.count)
+                    .with_partition_count(&name, total)
                     .map_err(metadata_error)?,
                 validate_only,
             ),

@@ -27,7 +27,7 @@ pub const WAIT: Duration = Duration::from_secs(20);
 /// (the crash soak's grow to ~100 MB each) and may wait on fsyncs behind a busy disk.
 pub const START_WAIT: Duration = Duration::from_secs(90);
 
-/// A broker with 2 unpinned shards on a free loopback port over a temp data directory that
+/// A broker with 2 unpinned shards (see [`Broker::set_shards`]) on a free loopback port over a temp data directory that
 /// outlives restarts. Dropping it stops the process (SIGTERM, then SIGKILL).
 pub struct Broker {
     child: Option<Child>,
@@ -41,6 +41,8 @@ pub struct Broker {
     /// Extra command-line arguments (e.g. `--log-format json`) and environment variables.
     args: Vec<String>,
     envs: Vec<(String, String)>,
+    /// `--shards` of the next start.
+    shards: usize,
 }
 
 impl Broker {
@@ -83,6 +85,7 @@ impl Broker {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            shards: 2,
         };
         broker.spawn();
         broker
@@ -102,7 +105,7 @@ impl Broker {
             .arg("--data-dir")
             .arg(self.data_dir())
             .arg("--shards")
-            .arg("2");
+            .arg(self.shards.to_string());
         for s in &self.settings {
             cmd.arg("--set").arg(s);
         }
@@ -160,6 +163,11 @@ impl Broker {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The shard count of the next (re)start.
+    pub fn set_shards(&mut self, shards: usize) {
+        self.shards = shards;
     }
 
     pub fn pid(&self) -> i32 {
