@@ -30,6 +30,7 @@ use crate::config::{topic_log_config, BrokerConfig};
 use crate::log::{partition_dir_name, AppendOptions, Log, LogError};
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
+use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
 use messages::{
@@ -64,9 +65,8 @@ pub struct Shard {
     /// Requests sent to other shards and not yet answered: id → (peer, waiter).
     pending: RefCell<HashMap<u64, (usize, local_oneshot::Sender<ShardReply>)>>,
     next_request_id: Cell<u64>,
-    /// Shard 0 applies admin changes one at a time.
-    admin_busy: Cell<bool>,
-    admin_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    /// Shard 0 applies admin changes one at a time (a cancelled change leaves the section).
+    admin: Exclusive,
     /// The coordinator of the groups whose `__consumer_offsets` partitions this shard owns.
     groups: group_service::GroupService,
     /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
@@ -116,8 +116,7 @@ impl Shard {
             ctx,
             pending: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
-            admin_busy: Cell::new(false),
-            admin_waiters: RefCell::new(Vec::new()),
+            admin: Exclusive::new(),
             groups: group_service::GroupService::new(config_group),
             producer_ids: producer_ids::ProducerIdAllocator::new(),
             produce_memory,
@@ -543,18 +542,8 @@ impl Shard {
         self: &Rc<Self>,
         op: AdminOp,
     ) -> Result<Arc<ClusterMetadata>, AdminError> {
-        while self.admin_busy.get() {
-            let (tx, rx) = local_oneshot::channel();
-            self.admin_waiters.borrow_mut().push(tx);
-            rx.await;
-        }
-        self.admin_busy.set(true);
-        let result = self.execute_admin_exclusive(op).await;
-        self.admin_busy.set(false);
-        for w in self.admin_waiters.borrow_mut().drain(..) {
-            w.send(());
-        }
-        result
+        let _inside = self.admin.enter().await;
+        self.execute_admin_exclusive(op).await
     }
 
     async fn execute_admin_exclusive(
