@@ -39,6 +39,10 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// connection, see tests/server_limits.rs) and still exceeds the ~28,000 ephemeral ports one
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
+
+/// Kafka's `fetch.max.bytes` default, 55 MiB, and its smallest accepted value.
+pub const DEFAULT_FETCH_MAX_BYTES: usize = 57_671_680;
+const MIN_FETCH_MAX_BYTES: i64 = 1024;
 /// `ringbroker.log.slow.fsync.warn.ms` unless set: an fdatasync slower than this is logged
 /// (rate-limited). Half a second is far beyond a healthy disk (SSD: < 10 ms; HDD: < 50 ms).
 pub const DEFAULT_SLOW_FSYNC_WARN_MS: u64 = 500;
@@ -81,6 +85,9 @@ pub struct BrokerConfig {
     pub auto_create_topics: bool,
     /// `message.max.bytes`: largest record batch accepted (topic `max.message.bytes` default).
     pub message_max_bytes: usize,
+    /// `fetch.max.bytes`: the most record bytes in one Fetch response (Kafka: 55 MiB); a
+    /// request's own `max_bytes` is capped by it. The first batch still comes whole (KIP-74).
+    pub fetch_max_bytes: usize,
     /// `socket.request.max.bytes`: largest request frame; checked before allocating.
     pub socket_request_max_bytes: usize,
     /// `queued.max.request.bytes` per connection: requests in flight on one connection before
@@ -141,6 +148,7 @@ impl Default for BrokerConfig {
             num_partitions: 1,
             auto_create_topics: true,
             message_max_bytes: 1_048_588,
+            fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
@@ -289,6 +297,15 @@ impl BrokerConfig {
             "message.max.bytes" => {
                 self.message_max_bytes = positive(value)? as usize;
                 self.log_defaults.max_message_bytes = self.message_max_bytes;
+            }
+            "fetch.max.bytes" => {
+                let n = int(value)?;
+                if n < MIN_FETCH_MAX_BYTES {
+                    return Err(bad(format!(
+                        "must be at least {MIN_FETCH_MAX_BYTES} (as in Kafka), got {n}"
+                    )));
+                }
+                self.fetch_max_bytes = usize::try_from(n).map_err(|e| bad(e.to_string()))?;
             }
             "socket.request.max.bytes" => self.socket_request_max_bytes = positive(value)? as usize,
             "queued.max.request.bytes" => {

@@ -42,6 +42,7 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("auto.create.topics.enable", |c| c
         .auto_create_topics
         .to_string()),
+    prop!("fetch.max.bytes", |c| c.fetch_max_bytes.to_string()),
     prop!("group.initial.rebalance.delay.ms", |c| c
         .group
         .initial_rebalance_delay_ms

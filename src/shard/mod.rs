@@ -6,6 +6,8 @@
 //! the replies are merged: one round trip per shard involved. Shard 0 is the only writer of
 //! the metadata; it persists each change and then hands the new version to every shard.
 
+pub mod fetch;
+pub mod fetch_budget;
 pub mod group_service;
 pub mod groups;
 pub mod idempotent_append;
@@ -33,9 +35,10 @@ use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
+use fetch::fetch_from;
 use messages::{
-    AdminError, AdminOp, FetchedData, MeshMessage, PartitionError, PartitionOp, PartitionResult,
-    ShardReply, ShardRequest,
+    AdminError, AdminOp, MeshMessage, PartitionError, PartitionOp, PartitionResult, ShardReply,
+    ShardRequest,
 };
 use metadata::{ClusterMetadata, MetadataError};
 use partition::Partition;
@@ -292,7 +295,14 @@ impl Shard {
 
     async fn execute_request(self: &Rc<Self>, request: ShardRequest) -> ShardReply {
         match request {
-            ShardRequest::Partitions(ops) => {
+            ShardRequest::Partitions {
+                ops,
+                fetch_budget: Some(max_bytes),
+            } => ShardReply::Partitions(self.execute_fetches(ops, max_bytes).await),
+            ShardRequest::Partitions {
+                ops,
+                fetch_budget: None,
+            } => {
                 let mut tasks = Vec::with_capacity(ops.len());
                 for op in ops {
                     let shard = Rc::clone(self);
@@ -324,6 +334,25 @@ impl Shard {
     /// Runs partition operations wherever their partitions live; results come back in the
     /// order of `ops`. Local ones run here, the rest go out as one message per shard.
     pub async fn run_partition_ops(self: &Rc<Self>, ops: Vec<PartitionOp>) -> Vec<PartitionResult> {
+        self.run_partition_ops_within(ops, None).await
+    }
+
+    /// [`Shard::run_partition_ops`] for the fetches of one Fetch request: each shard reads its
+    /// partitions in request order within `max_bytes` response bytes (KIP-74). The caller
+    /// applies the budget once more over all shards' results, in request order.
+    pub async fn run_fetch_ops(
+        self: &Rc<Self>,
+        ops: Vec<PartitionOp>,
+        max_bytes: usize,
+    ) -> Vec<PartitionResult> {
+        self.run_partition_ops_within(ops, Some(max_bytes)).await
+    }
+
+    async fn run_partition_ops_within(
+        self: &Rc<Self>,
+        ops: Vec<PartitionOp>,
+        fetch_budget: Option<usize>,
+    ) -> Vec<PartitionResult> {
         let meta = self.metadata();
         let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::new();
         let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
@@ -340,14 +369,15 @@ impl Shard {
             tasks.push(runtime::spawn(async move {
                 let (indexes, ops): (Vec<usize>, Vec<PartitionOp>) = batch.into_iter().unzip();
                 let fallback: Vec<PartitionResult> = ops.iter().map(unavailable_result).collect();
+                let request = ShardRequest::Partitions { ops, fetch_budget };
                 let out = if owner == shard.id {
-                    match shard.execute_request(ShardRequest::Partitions(ops)).await {
+                    match shard.execute_request(request).await {
                         ShardReply::Partitions(r) => r,
                         _ => fallback,
                     }
                 } else {
                     let sent = std::time::Instant::now();
-                    let reply = shard.request(owner, ShardRequest::Partitions(ops)).await;
+                    let reply = shard.request(owner, request).await;
                     metrics::registry::record_stage(metrics::registry::Stage::Hop, sent.elapsed());
                     match reply {
                         Some(ShardReply::Partitions(r)) if r.len() == indexes.len() => r,
@@ -392,18 +422,16 @@ impl Shard {
                 PartitionResult::Produce(result.map_err(produce_error))
             }
             PartitionOp::Fetch {
-                offset, max_bytes, ..
+                offset,
+                max_bytes,
+                known_end,
+                ..
             } => {
-                let result = p.log.read(offset, max_bytes, None).await;
-                PartitionResult::Fetch(
-                    result
-                        .map(|r| FetchedData {
-                            records: r.records,
-                            high_watermark: r.log_end_offset,
-                            log_start_offset: r.log_start_offset,
-                        })
-                        .map_err(log_error),
-                )
+                let limit = fetch_budget::ReadLimit {
+                    max_bytes,
+                    whole_first: true,
+                };
+                PartitionResult::Fetch(fetch_from(&p, offset, Some(limit), known_end).await)
             }
             PartitionOp::ListOffsets { timestamp, .. } => {
                 let o = p.log.offsets();
@@ -690,7 +718,7 @@ impl Shard {
 /// Bytes of record data in a request's produce operations.
 fn produce_bytes(request: &ShardRequest) -> usize {
     match request {
-        ShardRequest::Partitions(ops) => ops
+        ShardRequest::Partitions { ops, .. } => ops
             .iter()
             .map(|op| match op {
                 PartitionOp::Produce { records, .. } => records.len(),
