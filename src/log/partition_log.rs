@@ -25,7 +25,7 @@ use super::policy::{self, RetentionReason, RollInputs, SegmentSummary};
 use super::recovery::{self, RecoveryReport};
 use super::scan::scan_file;
 use super::segment::{Segment, SegmentFiles, SegmentPaths};
-use super::segment_read::{read_from_segment, SegmentRead};
+use super::segment_read::{read_from_segment, SegmentRead, SegmentReadError};
 use crate::protocol::batch_builder::decode_records_decompressed;
 use crate::protocol::record_batch::{self, BatchHeader, TimestampType};
 use crate::runtime;
@@ -521,7 +521,7 @@ impl Log {
                     } else {
                         0
                     };
-                    candidates.push((files, start, seg.written.size));
+                    candidates.push((files, start, seg.written.size, seg.base_offset));
                 }
             }
             (
@@ -533,7 +533,7 @@ impl Log {
         };
         let bound = upper_bound.map_or(end, |u| u.min(end));
         let mut records = Bytes::new();
-        for (files, start, size) in candidates {
+        for (files, start, size, segment_base) in candidates {
             let read = SegmentRead {
                 offset,
                 bound,
@@ -541,9 +541,23 @@ impl Log {
                 whole_first,
                 index_interval: interval,
             };
-            let found = read_from_segment(&files, start, size, read)
-                .await
-                .map_err(|e| LogError::from_io(&self.inner.dir, "reading a segment", e))?;
+            let found =
+                read_from_segment(&files, start, size, read)
+                    .await
+                    .map_err(|e| match e {
+                        SegmentReadError::Io(e) => {
+                            LogError::from_io(&self.inner.dir, "reading a segment", e)
+                        }
+                        SegmentReadError::Corrupt { position, reason } => {
+                            LogError::CorruptSegment {
+                                dir: self.inner.dir.clone(),
+                                segment_base,
+                                position,
+                                offset,
+                                reason,
+                            }
+                        }
+                    })?;
             if let Some(bytes) = found {
                 records = bytes;
                 break;

@@ -2,6 +2,8 @@
 
 use bytes::Bytes;
 
+use crate::protocol::record_batch::BatchError;
+
 use super::scan::{BatchScanner, Scanned};
 use super::segment::SegmentFiles;
 
@@ -18,15 +20,34 @@ pub(super) struct SegmentRead {
     pub index_interval: u32,
 }
 
+/// Why a segment read failed.
+#[derive(Debug)]
+pub(super) enum SegmentReadError {
+    Io(std::io::Error),
+    /// The bytes where a batch must be are not one: the read cannot go on past them.
+    Corrupt {
+        position: u64,
+        reason: String,
+    },
+}
+
+impl From<std::io::Error> for SegmentReadError {
+    fn from(e: std::io::Error) -> Self {
+        SegmentReadError::Io(e)
+    }
+}
+
 /// Reads from one segment (`start`: a position at or before the batch holding the offset,
 /// `size`: the bytes written). `None` when the segment holds nothing at or after the offset;
-/// `Some` of empty bytes when the first batch is there but does not fit.
+/// `Some` of empty bytes when the first batch is there but does not fit. A batch that cannot
+/// be read where the first one must be (a bad header, a length past the end of the segment)
+/// is [`SegmentReadError::Corrupt`]: never a retry, never silently nothing.
 pub(super) async fn read_from_segment(
     files: &SegmentFiles,
     start: u64,
     size: u64,
     read: SegmentRead,
-) -> std::io::Result<Option<Bytes>> {
+) -> Result<Option<Bytes>, SegmentReadError> {
     let SegmentRead {
         offset,
         bound,
@@ -75,10 +96,23 @@ pub(super) async fn read_from_segment(
                     }
                 }
                 Scanned::Incomplete { position, needed } if first.is_none() => {
+                    let at = pos + position as u64;
+                    if at.saturating_add(needed as u64) > size {
+                        return Err(SegmentReadError::Corrupt {
+                            position: at,
+                            reason: format!(
+                                "the batch declares {needed} bytes, the segment holds {} from there",
+                                size - at
+                            ),
+                        });
+                    }
                     // The next batch does not fit in this chunk: read again from it.
-                    pos += position as u64;
+                    pos = at;
                     at_least = needed;
                     continue 'chunks;
+                }
+                Scanned::Invalid { position, error } if first.is_none() => {
+                    return Err(corrupt(pos + position as u64, &error));
                 }
                 Scanned::Incomplete { .. } | Scanned::End | Scanned::Invalid { .. } => break,
             }
@@ -94,4 +128,11 @@ pub(super) async fn read_from_segment(
         at_least = 0;
     }
     Ok(None)
+}
+
+fn corrupt(position: u64, error: &BatchError) -> SegmentReadError {
+    SegmentReadError::Corrupt {
+        position,
+        reason: error.to_string(),
+    }
 }

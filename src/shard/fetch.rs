@@ -4,6 +4,8 @@
 
 use std::rc::Rc;
 
+use crate::log::LogError;
+
 use super::fetch_budget::{FetchBudget, ReadLimit};
 use super::messages::{FetchedData, PartitionError, PartitionOp, PartitionResult};
 use super::partition::Partition;
@@ -69,5 +71,10 @@ pub(super) async fn fetch_from(
             high_watermark: r.log_end_offset,
             log_start_offset: r.log_start_offset,
         })
-        .map_err(log_error)
+        .map_err(|e| {
+            if matches!(e, LogError::CorruptSegment { .. }) {
+                p.log_corrupt_read(offset, &e);
+            }
+            log_error(e)
+        })
 }

@@ -732,7 +732,9 @@ fn produce_bytes(request: &ShardRequest) -> usize {
 /// Maps a log error to the Kafka error code a client expects.
 pub fn log_error(e: LogError) -> PartitionError {
     let code = match &e {
-        LogError::InvalidBatch { .. } => ResponseError::CorruptMessage.code(),
+        LogError::InvalidBatch { .. } | LogError::CorruptSegment { .. } => {
+            ResponseError::CorruptMessage.code()
+        }
         LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
         LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
