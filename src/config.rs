@@ -216,6 +216,15 @@ impl BrokerConfig {
             .unwrap_or_else(|| default_produce_memory(total_memory_bytes(), self.shards))
     }
 
+    /// `queued.max.request.bytes` as Kafka writes it: -1 for no limit.
+    pub fn queued_max_request_bytes(&self) -> String {
+        if self.connection_max_inflight_bytes == usize::MAX {
+            "-1".to_string()
+        } else {
+            self.connection_max_inflight_bytes.to_string()
+        }
+    }
+
     /// Sets the data directory (`--data-dir`: a path, which need not be UTF-8 as a property
     /// value would).
     pub fn set_data_dir(&mut self, dir: PathBuf) {
@@ -284,11 +293,24 @@ impl BrokerConfig {
                 self.advertised_explicit = true;
             }
             "log.dirs" | "log.dir" => {
-                let first = value.split(',').next().unwrap_or("").trim();
-                if first.is_empty() {
-                    return Err(bad("empty directory".to_string()));
+                // Kafka's list syntax: comma-separated, blanks and empty entries ignored.
+                let dirs: Vec<&str> = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty())
+                    .collect();
+                match dirs.as_slice() {
+                    [] => return Err(bad("empty directory".to_string())),
+                    [one] => self.data_dir = PathBuf::from(one),
+                    several => {
+                        return Err(bad(format!(
+                            "{} directories given ({}); ringbroker serves one data directory \
+                             per broker (no JBOD yet): give one",
+                            several.len(),
+                            several.join(", ")
+                        )))
+                    }
                 }
-                self.data_dir = PathBuf::from(first);
             }
             "num.shards" => self.shards = positive(value)? as usize,
             "ringbroker.pin.shards" => self.pin_shards = boolean(value)?,
@@ -309,7 +331,11 @@ impl BrokerConfig {
             }
             "socket.request.max.bytes" => self.socket_request_max_bytes = positive(value)? as usize,
             "queued.max.request.bytes" => {
-                self.connection_max_inflight_bytes = positive(value)? as usize
+                self.connection_max_inflight_bytes = match int(value)? {
+                    -1 => usize::MAX,
+                    n if n > 0 => usize::try_from(n).map_err(|e| bad(e.to_string()))?,
+                    n => return Err(bad(format!("must be positive or -1 (no limit), got {n}"))),
+                }
             }
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
             "ringbroker.metrics.listen" => {
@@ -623,6 +649,46 @@ mod tests {
         assert_eq!(c.num_partitions, 1);
         let mut log = LogConfig::default();
         assert!(set_topic_property(&mut log, "index.interval.bytes", "4294967296").is_err());
+    }
+
+    /// Kafka's own default for `queued.max.request.bytes` is -1 (no limit); a config file
+    /// taken from Kafka must start.
+    #[test]
+    fn queued_max_request_bytes_minus_one_means_no_limit() {
+        let mut c = BrokerConfig::default();
+        c.set("queued.max.request.bytes", "-1")
+            .expect("Kafka's default");
+        assert_eq!(c.connection_max_inflight_bytes, usize::MAX);
+        let listed = crate::config_listing::BROKER_PROPERTIES
+            .iter()
+            .find(|p| p.name == "queued.max.request.bytes")
+            .map(|p| (p.value)(&c));
+        assert_eq!(listed.as_deref(), Some("-1"), "listed as Kafka writes it");
+        c.set("queued.max.request.bytes", "1000").expect("a limit");
+        assert_eq!(c.connection_max_inflight_bytes, 1000);
+        assert!(c.set("queued.max.request.bytes", "0").is_err());
+        assert!(c.set("queued.max.request.bytes", "-2").is_err());
+    }
+
+    /// Several data directories (Kafka's JBOD) are not supported: refused, naming the
+    /// property, rather than silently serving the first one only.
+    #[test]
+    fn several_log_dirs_are_refused_by_name() {
+        let mut c = BrokerConfig::default();
+        for name in ["log.dirs", "log.dir"] {
+            let err = c.set(name, "/a,/b").expect_err("two directories");
+            assert!(
+                matches!(&err, ConfigError::BadValue { name: n, .. } if n == name),
+                "{err}"
+            );
+            assert!(err.to_string().contains(name), "{err}");
+        }
+        assert_eq!(c.data_dir, PathBuf::from("./data"), "unchanged");
+        c.set("log.dirs", " /srv/data ").expect("one directory");
+        assert_eq!(c.data_dir, PathBuf::from("/srv/data"));
+        c.set("log.dirs", "/srv/other,")
+            .expect("a trailing comma is one directory");
+        assert_eq!(c.data_dir, PathBuf::from("/srv/other"));
     }
 
     #[test]

@@ -125,9 +125,7 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("producer.id.expiration.ms", |c| c
         .producer_id_expiration_ms
         .to_string()),
-    prop!("queued.max.request.bytes", |c| c
-        .connection_max_inflight_bytes
-        .to_string()),
+    prop!("queued.max.request.bytes", |c| c.queued_max_request_bytes()),
     prop!("ringbroker.acks.all.fsync", |c| c
         .fsync_on_acks_all
         .to_string()),

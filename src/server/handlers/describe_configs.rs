@@ -322,7 +322,7 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
         ),
         (
             "queued.max.request.bytes",
-            c.connection_max_inflight_bytes.to_string(),
+            c.queued_max_request_bytes(),
             TYPE_LONG,
             "Request bytes in flight on one connection before the broker stops reading it.",
         ),
