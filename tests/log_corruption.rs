@@ -618,15 +618,20 @@ fn garbage_checkpoint_means_a_full_scan() {
     }
 }
 
-/// A batch in the middle of the third segment (before its last index entry, so a clean load
-/// does not read it): its position, its header and the segment file.
-fn middle_batch_of_an_old_segment(dir: &Path) -> (u64, record_batch::BatchHeader, SegmentPaths) {
+/// Writes a cleanly closed log in `dir` and damages, with `damage(segment bytes, position)`,
+/// a batch in the middle of its third segment (before the segment's last index entry, so a
+/// clean load does not read it). Returns the damaged batch's base offset.
+fn damage_a_middle_batch(dir: &Path, damage: impl FnOnce(&mut Vec<u8>, usize)) -> i64 {
+    write_log(dir, ts_of, true);
     let bases = segment_bases(dir);
     assert!(bases.len() >= 5, "want several segments, got {bases:?}");
     let p = paths(dir, bases[2]);
     let batches = file_batches(&p.log);
     let (pos, header) = batches[batches.len() / 2];
-    (pos, header, p)
+    let mut data = std::fs::read(&p.log).expect("log");
+    damage(&mut data, pos as usize);
+    std::fs::write(&p.log, &data).expect("write back");
+    header.base_offset
 }
 
 /// Opens the cleanly closed log in `dir` (nothing is scanned) and reads `offset` on a thread
@@ -654,18 +659,7 @@ fn read_in_thread(dir: &Path, offset: i64) -> Result<usize, ringbroker::log::Log
         .unwrap_or_else(|_| panic!("reading offset {offset} did not return (a livelock)"))
 }
 
-#[test]
-fn a_batch_whose_length_passes_the_end_of_the_file_is_an_error_not_a_livelock() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("topic-0");
-    write_log(&dir, ts_of, true);
-    let (pos, header, p) = middle_batch_of_an_old_segment(&dir);
-    let mut data = std::fs::read(&p.log).expect("log");
-    // batchLength (bytes 8..12) now claims 100 bytes more than the file holds.
-    let claimed = (data.len() as u64 - pos - 12 + 100) as i32;
-    data[pos as usize + 8..pos as usize + 12].copy_from_slice(&claimed.to_be_bytes());
-    std::fs::write(&p.log, &data).expect("write back");
-    let result = read_in_thread(&dir, header.base_offset);
+fn assert_corrupt(result: Result<usize, ringbroker::log::LogError>) {
     assert!(
         matches!(
             result,
@@ -673,26 +667,27 @@ fn a_batch_whose_length_passes_the_end_of_the_file_is_an_error_not_a_livelock() 
         ),
         "{result:?}"
     );
+}
+
+#[test]
+fn a_batch_whose_length_passes_the_end_of_the_file_is_an_error_not_a_livelock() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("topic-0");
+    let offset = damage_a_middle_batch(&dir, |data, pos| {
+        // batchLength (bytes 8..12) now claims 100 bytes more than the file holds.
+        let claimed = (data.len() - pos - 12 + 100) as i32;
+        data[pos + 8..pos + 12].copy_from_slice(&claimed.to_be_bytes());
+    });
+    assert_corrupt(read_in_thread(&dir, offset));
     // The batches before it still read.
-    assert!(read_in_thread(&dir, header.base_offset - 1).is_ok_and(|n| n > 0));
+    assert!(read_in_thread(&dir, offset - 1).is_ok_and(|n| n > 0));
 }
 
 #[test]
 fn a_batch_with_a_bad_header_at_the_fetch_offset_is_an_error_not_empty_records() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("topic-0");
-    write_log(&dir, ts_of, true);
-    let (pos, header, p) = middle_batch_of_an_old_segment(&dir);
-    let mut data = std::fs::read(&p.log).expect("log");
     // The magic byte (byte 16) is no longer 2.
-    data[pos as usize + 16] = 9;
-    std::fs::write(&p.log, &data).expect("write back");
-    let result = read_in_thread(&dir, header.base_offset);
-    assert!(
-        matches!(
-            result,
-            Err(ringbroker::log::LogError::CorruptSegment { .. })
-        ),
-        "{result:?}"
-    );
+    let offset = damage_a_middle_batch(&dir, |data, pos| data[pos + 16] = 9);
+    assert_corrupt(read_in_thread(&dir, offset));
 }

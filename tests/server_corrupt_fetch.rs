@@ -2,7 +2,6 @@
 //! a Fetch at it answers CORRUPT_MESSAGE for that partition, at once and every time, and the
 //! broker logs it once, instead of spinning or answering empty records forever.
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError;
@@ -10,28 +9,13 @@ use ringbroker::protocol::batch_builder::BatchBuilder;
 use ringbroker::protocol::record_batch::BatchHeader;
 
 mod broker;
-use broker::{topic_name, Broker, Client};
+use broker::{fetch_request, Broker, Client};
 
 /// Fetch v11 of partitions 0 and 1 of `topic` at `offsets`: (error code, record bytes) each.
 fn fetch(c: &mut Client, topic: &str, offsets: [i64; 2]) -> Vec<(i16, usize)> {
-    let mut t = FetchTopic::default();
-    t.topic = topic_name(topic);
-    t.partitions = offsets
-        .iter()
-        .enumerate()
-        .map(|(p, o)| {
-            let mut fp = FetchPartition::default();
-            fp.partition = p as i32;
-            fp.fetch_offset = *o;
-            fp.partition_max_bytes = 1 << 20;
-            fp
-        })
-        .collect();
-    let mut req = FetchRequest::default();
+    let mut req = fetch_request(topic, &[(0, offsets[0]), (1, offsets[1])], 1 << 20, 1 << 20);
     req.max_wait_ms = 200;
     req.min_bytes = 1;
-    req.max_bytes = 1 << 20;
-    req.topics = vec![t];
     let resp: FetchResponse = c.call(ApiKey::Fetch, 11, &req);
     resp.responses[0]
         .partitions

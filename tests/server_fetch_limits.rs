@@ -3,14 +3,13 @@
 //! most `partition_max_bytes`; the first batch of the response whole even when it is larger.
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::ApiKey;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 use ringbroker::protocol::record_batch::BatchHeader;
 
 mod broker;
-use broker::{topic_name, Broker, Client};
+use broker::{fetch_request, Broker, Client};
 
 const VALUE_LEN: usize = 1000;
 const BATCHES: usize = 10;
@@ -32,22 +31,8 @@ fn fetch(
     max_bytes: i32,
     partition_max_bytes: i32,
 ) -> Vec<(i16, usize, Vec<usize>)> {
-    let mut t = FetchTopic::default();
-    t.topic = topic_name(topic);
-    t.partitions = (0..partitions)
-        .map(|p| {
-            let mut fp = FetchPartition::default();
-            fp.partition = p;
-            fp.fetch_offset = 0;
-            fp.partition_max_bytes = partition_max_bytes;
-            fp
-        })
-        .collect();
-    let mut req = FetchRequest::default();
-    req.max_wait_ms = 0;
-    req.min_bytes = 0;
-    req.max_bytes = max_bytes;
-    req.topics = vec![t];
+    let from_start: Vec<(i32, i64)> = (0..partitions).map(|p| (p, 0)).collect();
+    let req = fetch_request(topic, &from_start, partition_max_bytes, max_bytes);
     let resp: FetchResponse = c.call(ApiKey::Fetch, 11, &req);
     resp.responses[0]
         .partitions
@@ -156,21 +141,9 @@ fn a_long_poll_below_min_bytes_wakes_on_new_data_and_answers_old_and_new() {
     let batch = one_record_batch(VALUE_LEN);
     assert_eq!(c.produce_records(7, 1, "poll", 0, batch.clone()).0, 0);
     // min_bytes of two batches: one is there, the poll waits for the second.
-    let mut t = FetchTopic::default();
-    t.topic = topic_name("poll");
-    t.partitions = (0..2)
-        .map(|p| {
-            let mut fp = FetchPartition::default();
-            fp.partition = p;
-            fp.partition_max_bytes = 1 << 20;
-            fp
-        })
-        .collect();
-    let mut req = FetchRequest::default();
+    let mut req = fetch_request("poll", &[(0, 0), (1, 0)], 1 << 20, 1 << 20);
     req.max_wait_ms = 15_000;
     req.min_bytes = (2 * batch.len()) as i32;
-    req.max_bytes = 1 << 20;
-    req.topics = vec![t];
     let mut poller = broker.client();
     let correlation = poller.send(ApiKey::Fetch, 11, &req);
     assert_eq!(c.produce_records(7, 1, "poll", 1, batch.clone()).0, 0);

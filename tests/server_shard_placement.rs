@@ -2,9 +2,6 @@
 //! by a broker with N shards is fully served by one with M shards (every partition opened,
 //! every record readable, every group's committed offsets fetchable), in both directions.
 
-use std::time::{Duration, Instant};
-
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -13,12 +10,11 @@ use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequest, OffsetFetchRequestTopic};
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponse;
 use kafka_protocol::messages::{ApiKey, GroupId};
-use kafka_protocol::ResponseError;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 use ringbroker::protocol::record_batch::BatchHeader;
 
 mod broker;
-use broker::{s, topic_name, Broker, Client};
+use broker::{fetch_request, s, topic_name, until_coordinator_ready, Broker, Client};
 
 const PARTITIONS: i32 = 4;
 const BATCHES: i64 = 25;
@@ -45,18 +41,7 @@ fn read_all(c: &mut Client, topic: &str, partition: i32) -> (i16, i64) {
     let mut offset = 0i64;
     let mut records = 0i64;
     for _ in 0..1000 {
-        let mut p = FetchPartition::default();
-        p.partition = partition;
-        p.fetch_offset = offset;
-        p.partition_max_bytes = 1 << 20;
-        let mut t = FetchTopic::default();
-        t.topic = topic_name(topic);
-        t.partitions = vec![p];
-        let mut req = FetchRequest::default();
-        req.max_wait_ms = 0;
-        req.min_bytes = 0;
-        req.max_bytes = 1 << 20;
-        req.topics = vec![t];
+        let req = fetch_request(topic, &[(partition, offset)], 1 << 20, 1 << 20);
         let resp: FetchResponse = c.call(ApiKey::Fetch, 11, &req);
         let r = &resp.responses[0].partitions[0];
         if r.error_code != 0 {
@@ -121,24 +106,6 @@ fn committed(c: &mut Client, group: &str, topic: &str) -> Result<Vec<i64>, i16> 
     Ok(out.into_iter().map(|(_, o)| o).collect())
 }
 
-/// Retries while the coordinator loads (bounded); any other error fails the test.
-fn until_coordinator_ready<T>(what: &str, mut attempt: impl FnMut() -> Result<T, i16>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match attempt() {
-            Ok(v) => return v,
-            Err(code)
-                if (code == ResponseError::CoordinatorLoadInProgress.code()
-                    || code == ResponseError::CoordinatorNotAvailable.code())
-                    && Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(code) => panic!("{what}: error {code}"),
-        }
-    }
-}
-
 fn group(g: usize) -> String {
     format!("placement-group-{g}")
 }
@@ -159,9 +126,7 @@ fn check_everything_served(broker: &Broker, topics: &[(&str, i64)], shards: usiz
         }
     }
     for g in 0..GROUPS {
-        let offsets = until_coordinator_ready(&format!("{shards} shards: offsets of {g}"), || {
-            committed(&mut c, &group(g), "orders")
-        });
+        let offsets = until_coordinator_ready(|| committed(&mut c, &group(g), "orders"));
         let expected: Vec<i64> = (0..PARTITIONS)
             .map(|p| g as i64 * 100 + i64::from(p))
             .collect();
@@ -179,9 +144,7 @@ fn restarts_with_fewer_then_more_shards_serve_every_partition() {
     c.create_topic("orders", PARTITIONS, &[]);
     produce_everywhere(&mut c, "orders");
     for g in 0..GROUPS {
-        until_coordinator_ready("commit", || {
-            commit(&mut c, &group(g), "orders", g as i64 * 100)
-        });
+        until_coordinator_ready(|| commit(&mut c, &group(g), "orders", g as i64 * 100));
     }
     check_everything_served(&broker, &[("orders", BATCHES)], 2);
 
