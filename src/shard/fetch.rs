@@ -6,10 +6,11 @@ use std::rc::Rc;
 
 use crate::log::LogError;
 
+use super::errors::{log_error, unknown_partition_result};
 use super::fetch_budget::{FetchBudget, ReadLimit};
 use super::messages::{FetchedData, PartitionError, PartitionOp, PartitionResult};
 use super::partition::Partition;
-use super::{log_error, unknown_partition_result, Shard};
+use super::Shard;
 
 impl Shard {
     /// Runs the fetches `ops` (all of this shard) in order within `max_bytes` response bytes.

@@ -6,6 +6,7 @@
 //! the replies are merged: one round trip per shard involved. Shard 0 is the only writer of
 //! the metadata; it persists each change and then hands the new version to every shard.
 
+mod errors;
 pub mod fetch;
 pub mod fetch_budget;
 pub mod group_service;
@@ -35,12 +36,14 @@ use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
+pub use errors::{log_error, produce_error};
+use errors::{metadata_error, unavailable_result, unknown_partition_result};
 use fetch::fetch_from;
 use messages::{
     AdminError, AdminOp, MeshMessage, PartitionError, PartitionOp, PartitionResult, ShardReply,
     ShardRequest,
 };
-use metadata::{ClusterMetadata, MetadataError};
+use metadata::ClusterMetadata;
 use partition::Partition;
 use recovery_summary::RecoverySummary;
 
@@ -727,82 +730,4 @@ fn produce_bytes(request: &ShardRequest) -> usize {
             .sum(),
         _ => 0,
     }
-}
-
-/// Maps a log error to the Kafka error code a client expects.
-pub fn log_error(e: LogError) -> PartitionError {
-    let code = match &e {
-        LogError::InvalidBatch { .. } | LogError::CorruptSegment { .. } => {
-            ResponseError::CorruptMessage.code()
-        }
-        LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
-        LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
-        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
-        LogError::DiskFull { .. } | LogError::Io { .. } | LogError::Unrecoverable { .. } => {
-            ResponseError::KafkaStorageError.code()
-        }
-        LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
-    };
-    PartitionError {
-        code,
-        message: e.to_string(),
-    }
-}
-
-/// Maps a produce error to the Kafka error code a client expects.
-pub fn produce_error(e: idempotent_append::ProduceError) -> PartitionError {
-    match e {
-        idempotent_append::ProduceError::Log(e) => log_error(e),
-        other => PartitionError {
-            code: other
-                .kafka_code()
-                .unwrap_or(ResponseError::UnknownServerError.code()),
-            message: other.to_string(),
-        },
-    }
-}
-
-fn metadata_error(e: MetadataError) -> AdminError {
-    let code = match &e {
-        MetadataError::TopicExists(_) => ResponseError::TopicAlreadyExists.code(),
-        MetadataError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition.code(),
-        MetadataError::InvalidTopic { .. } => ResponseError::InvalidTopicException.code(),
-        MetadataError::InvalidPartitions(_) => ResponseError::InvalidPartitions.code(),
-        MetadataError::InvalidReplicationFactor(_) => {
-            ResponseError::InvalidReplicationFactor.code()
-        }
-        MetadataError::InvalidConfig(_) => ResponseError::InvalidConfig.code(),
-    };
-    AdminError {
-        code,
-        message: e.to_string(),
-    }
-}
-
-fn error_result(op: &PartitionOp, code: i16, message: String) -> PartitionResult {
-    let err = PartitionError { code, message };
-    match op {
-        PartitionOp::Produce { .. } => PartitionResult::Produce(Err(err)),
-        PartitionOp::Fetch { .. } => PartitionResult::Fetch(Err(err)),
-        PartitionOp::ListOffsets { .. } => PartitionResult::ListOffsets(Err(err)),
-        PartitionOp::DeleteRecords { .. } => PartitionResult::DeleteRecords(Err(err)),
-    }
-}
-
-fn unknown_partition_result(op: &PartitionOp) -> PartitionResult {
-    let (t, p) = op.topic_partition();
-    error_result(
-        op,
-        ResponseError::UnknownTopicOrPartition.code(),
-        format!("{t}-{p} does not exist"),
-    )
-}
-
-fn unavailable_result(op: &PartitionOp) -> PartitionResult {
-    let (t, p) = op.topic_partition();
-    error_result(
-        op,
-        ResponseError::NotLeaderOrFollower.code(),
-        format!("the shard owning {t}-{p} did not answer"),
-    )
 }
