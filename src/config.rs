@@ -39,6 +39,10 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// connection, see tests/server_limits.rs) and still exceeds the ~28,000 ephemeral ports one
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
+
+/// Kafka's `fetch.max.bytes` default, 55 MiB, and its smallest accepted value.
+pub const DEFAULT_FETCH_MAX_BYTES: usize = 57_671_680;
+const MIN_FETCH_MAX_BYTES: i64 = 1024;
 /// `ringbroker.log.slow.fsync.warn.ms` unless set: an fdatasync slower than this is logged
 /// (rate-limited). Half a second is far beyond a healthy disk (SSD: < 10 ms; HDD: < 50 ms).
 pub const DEFAULT_SLOW_FSYNC_WARN_MS: u64 = 500;
@@ -81,6 +85,9 @@ pub struct BrokerConfig {
     pub auto_create_topics: bool,
     /// `message.max.bytes`: largest record batch accepted (topic `max.message.bytes` default).
     pub message_max_bytes: usize,
+    /// `fetch.max.bytes`: the most record bytes in one Fetch response (Kafka: 55 MiB); a
+    /// request's own `max_bytes` is capped by it. The first batch still comes whole (KIP-74).
+    pub fetch_max_bytes: usize,
     /// `socket.request.max.bytes`: largest request frame; checked before allocating.
     pub socket_request_max_bytes: usize,
     /// `queued.max.request.bytes` per connection: requests in flight on one connection before
@@ -141,6 +148,7 @@ impl Default for BrokerConfig {
             num_partitions: 1,
             auto_create_topics: true,
             message_max_bytes: 1_048_588,
+            fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
@@ -206,6 +214,15 @@ impl BrokerConfig {
     pub fn produce_memory_limit(&self) -> usize {
         self.produce_memory_max_bytes
             .unwrap_or_else(|| default_produce_memory(total_memory_bytes(), self.shards))
+    }
+
+    /// `queued.max.request.bytes` as Kafka writes it: -1 for no limit.
+    pub fn queued_max_request_bytes(&self) -> String {
+        if self.connection_max_inflight_bytes == usize::MAX {
+            "-1".to_string()
+        } else {
+            self.connection_max_inflight_bytes.to_string()
+        }
     }
 
     /// Sets the data directory (`--data-dir`: a path, which need not be UTF-8 as a property
@@ -276,11 +293,24 @@ impl BrokerConfig {
                 self.advertised_explicit = true;
             }
             "log.dirs" | "log.dir" => {
-                let first = value.split(',').next().unwrap_or("").trim();
-                if first.is_empty() {
-                    return Err(bad("empty directory".to_string()));
+                // Kafka's list syntax: comma-separated, blanks and empty entries ignored.
+                let dirs: Vec<&str> = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty())
+                    .collect();
+                match dirs.as_slice() {
+                    [] => return Err(bad("empty directory".to_string())),
+                    [one] => self.data_dir = PathBuf::from(one),
+                    several => {
+                        return Err(bad(format!(
+                            "{} directories given ({}); ringbroker serves one data directory \
+                             per broker (no JBOD yet): give one",
+                            several.len(),
+                            several.join(", ")
+                        )))
+                    }
                 }
-                self.data_dir = PathBuf::from(first);
             }
             "num.shards" => self.shards = positive(value)? as usize,
             "ringbroker.pin.shards" => self.pin_shards = boolean(value)?,
@@ -290,9 +320,22 @@ impl BrokerConfig {
                 self.message_max_bytes = positive(value)? as usize;
                 self.log_defaults.max_message_bytes = self.message_max_bytes;
             }
+            "fetch.max.bytes" => {
+                let n = int(value)?;
+                if n < MIN_FETCH_MAX_BYTES {
+                    return Err(bad(format!(
+                        "must be at least {MIN_FETCH_MAX_BYTES} (as in Kafka), got {n}"
+                    )));
+                }
+                self.fetch_max_bytes = usize::try_from(n).map_err(|e| bad(e.to_string()))?;
+            }
             "socket.request.max.bytes" => self.socket_request_max_bytes = positive(value)? as usize,
             "queued.max.request.bytes" => {
-                self.connection_max_inflight_bytes = positive(value)? as usize
+                self.connection_max_inflight_bytes = match int(value)? {
+                    -1 => usize::MAX,
+                    n if n > 0 => usize::try_from(n).map_err(|e| bad(e.to_string()))?,
+                    n => return Err(bad(format!("must be positive or -1 (no limit), got {n}"))),
+                }
             }
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
             "ringbroker.metrics.listen" => {
@@ -606,6 +649,46 @@ mod tests {
         assert_eq!(c.num_partitions, 1);
         let mut log = LogConfig::default();
         assert!(set_topic_property(&mut log, "index.interval.bytes", "4294967296").is_err());
+    }
+
+    /// Kafka's own default for `queued.max.request.bytes` is -1 (no limit); a config file
+    /// taken from Kafka must start.
+    #[test]
+    fn queued_max_request_bytes_minus_one_means_no_limit() {
+        let mut c = BrokerConfig::default();
+        c.set("queued.max.request.bytes", "-1")
+            .expect("Kafka's default");
+        assert_eq!(c.connection_max_inflight_bytes, usize::MAX);
+        let listed = crate::config_listing::BROKER_PROPERTIES
+            .iter()
+            .find(|p| p.name == "queued.max.request.bytes")
+            .map(|p| (p.value)(&c));
+        assert_eq!(listed.as_deref(), Some("-1"), "listed as Kafka writes it");
+        c.set("queued.max.request.bytes", "1000").expect("a limit");
+        assert_eq!(c.connection_max_inflight_bytes, 1000);
+        assert!(c.set("queued.max.request.bytes", "0").is_err());
+        assert!(c.set("queued.max.request.bytes", "-2").is_err());
+    }
+
+    /// Several data directories (Kafka's JBOD) are not supported: refused, naming the
+    /// property, rather than silently serving the first one only.
+    #[test]
+    fn several_log_dirs_are_refused_by_name() {
+        let mut c = BrokerConfig::default();
+        for name in ["log.dirs", "log.dir"] {
+            let err = c.set(name, "/a,/b").expect_err("two directories");
+            assert!(
+                matches!(&err, ConfigError::BadValue { name: n, .. } if n == name),
+                "{err}"
+            );
+            assert!(err.to_string().contains(name), "{err}");
+        }
+        assert_eq!(c.data_dir, PathBuf::from("./data"), "unchanged");
+        c.set("log.dirs", " /srv/data ").expect("one directory");
+        assert_eq!(c.data_dir, PathBuf::from("/srv/data"));
+        c.set("log.dirs", "/srv/other,")
+            .expect("a trailing comma is one directory");
+        assert_eq!(c.data_dir, PathBuf::from("/srv/other"));
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("auto.create.topics.enable", |c| c
         .auto_create_topics
         .to_string()),
+    prop!("fetch.max.bytes", |c| c.fetch_max_bytes.to_string()),
     prop!("group.initial.rebalance.delay.ms", |c| c
         .group
         .initial_rebalance_delay_ms
@@ -124,9 +125,7 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("producer.id.expiration.ms", |c| c
         .producer_id_expiration_ms
         .to_string()),
-    prop!("queued.max.request.bytes", |c| c
-        .connection_max_inflight_bytes
-        .to_string()),
+    prop!("queued.max.request.bytes", |c| c.queued_max_request_bytes()),
     prop!("ringbroker.acks.all.fsync", |c| c
         .fsync_on_acks_all
         .to_string()),

@@ -617,3 +617,77 @@ fn garbage_checkpoint_means_a_full_scan() {
         .expect("executor");
     }
 }
+
+/// Writes a cleanly closed log in `dir` and damages, with `damage(segment bytes, position)`,
+/// a batch in the middle of its third segment (before the segment's last index entry, so a
+/// clean load does not read it). Returns the damaged batch's base offset.
+fn damage_a_middle_batch(dir: &Path, damage: impl FnOnce(&mut Vec<u8>, usize)) -> i64 {
+    write_log(dir, ts_of, true);
+    let bases = segment_bases(dir);
+    assert!(bases.len() >= 5, "want several segments, got {bases:?}");
+    let p = paths(dir, bases[2]);
+    let batches = file_batches(&p.log);
+    let (pos, header) = batches[batches.len() / 2];
+    let mut data = std::fs::read(&p.log).expect("log");
+    damage(&mut data, pos as usize);
+    std::fs::write(&p.log, &data).expect("write back");
+    header.base_offset
+}
+
+/// Opens the cleanly closed log in `dir` (nothing is scanned) and reads `offset` on a thread
+/// of its own: a read that never returns fails the test (after a bound) instead of hanging it.
+/// The records' length or the error.
+fn read_in_thread(dir: &Path, offset: i64) -> Result<usize, ringbroker::log::LogError> {
+    let dir = dir.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let result = block_on(async {
+            let log = Log::open(&dir, config()).await.expect("open");
+            assert_eq!(log.recovery_report().scanned_segments, 0);
+            let r = log
+                .read(offset, 1 << 20, None)
+                .await
+                .map(|r| r.records.len());
+            log.close().await.expect("close");
+            release(log).await;
+            r
+        })
+        .expect("executor");
+        let _ = tx.send(result);
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("reading offset {offset} did not return (a livelock)"))
+}
+
+fn assert_corrupt(result: Result<usize, ringbroker::log::LogError>) {
+    assert!(
+        matches!(
+            result,
+            Err(ringbroker::log::LogError::CorruptSegment { .. })
+        ),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_batch_whose_length_passes_the_end_of_the_file_is_an_error_not_a_livelock() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("topic-0");
+    let offset = damage_a_middle_batch(&dir, |data, pos| {
+        // batchLength (bytes 8..12) now claims 100 bytes more than the file holds.
+        let claimed = (data.len() - pos - 12 + 100) as i32;
+        data[pos + 8..pos + 12].copy_from_slice(&claimed.to_be_bytes());
+    });
+    assert_corrupt(read_in_thread(&dir, offset));
+    // The batches before it still read.
+    assert!(read_in_thread(&dir, offset - 1).is_ok_and(|n| n > 0));
+}
+
+#[test]
+fn a_batch_with_a_bad_header_at_the_fetch_offset_is_an_error_not_empty_records() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("topic-0");
+    // The magic byte (byte 16) is no longer 2.
+    let offset = damage_a_middle_batch(&dir, |data, pos| data[pos + 16] = 9);
+    assert_corrupt(read_in_thread(&dir, offset));
+}

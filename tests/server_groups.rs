@@ -31,7 +31,7 @@ use kafka_protocol::messages::{ApiKey, GroupId};
 use kafka_protocol::ResponseError;
 
 mod broker;
-use broker::{s, topic_name, Broker, Client};
+use broker::{s, topic_name, until_coordinator_ready, Broker, Client};
 
 const FAST_GROUPS: &[&str] = &[
     "group.initial.rebalance.delay.ms=0",
@@ -113,24 +113,6 @@ fn try_fetch_offsets(
 
 fn fetch_offsets(c: &mut Client, group: &str, topic: &str, partitions: &[i32]) -> Vec<(i32, i64)> {
     try_fetch_offsets(c, group, topic, partitions).expect("OffsetFetch group error")
-}
-
-/// Retries a call while the coordinator is still loading or not yet available (bounded).
-fn until_coordinator_ready<T>(mut attempt: impl FnMut() -> Result<T, i16>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match attempt() {
-            Ok(v) => return v,
-            Err(code)
-                if (code == ResponseError::CoordinatorLoadInProgress.code()
-                    || code == ResponseError::CoordinatorNotAvailable.code())
-                    && Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(code) => panic!("group call failed with error {code}"),
-        }
-    }
 }
 
 #[test]

@@ -52,6 +52,16 @@ pub enum LogError {
     /// with `Log::wait_appendable`, or awaited something in between).
     #[error("the log in {0} is being truncated or closed")]
     Busy(PathBuf),
+    /// A segment holds bytes that are not a batch where the read needs one (damaged on disk
+    /// after it was trusted at load): CORRUPT_MESSAGE for the partition; the read stops.
+    #[error("corrupt data in {dir}, segment {segment_base}, byte {position}, reading offset {offset}: {reason}")]
+    CorruptSegment {
+        dir: PathBuf,
+        segment_base: i64,
+        position: u64,
+        offset: i64,
+        reason: String,
+    },
     /// A file in the log directory cannot be made sense of and cannot be repaired.
     #[error("cannot load {path}: {reason}")]
     Unrecoverable { path: PathBuf, reason: String },
@@ -88,6 +98,19 @@ impl LogError {
                 source: source.clone(),
             },
             LogError::EmptyAppend => LogError::EmptyAppend,
+            LogError::CorruptSegment {
+                dir,
+                segment_base,
+                position,
+                offset,
+                reason,
+            } => LogError::CorruptSegment {
+                dir: dir.clone(),
+                segment_base: *segment_base,
+                position: *position,
+                offset: *offset,
+                reason: reason.clone(),
+            },
             LogError::BatchTooLarge { size, max } => LogError::BatchTooLarge {
                 size: *size,
                 max: *max,

@@ -11,6 +11,7 @@
 //! - [`segment`], [`offset_index`], [`time_index`], [`checkpoint`]: the on-disk pieces
 //! - [`policy`]: roll, retention and flush decisions as pure functions
 //! - [`scan`]: walking batch headers in a buffer or a file
+//! - [`segment_read`]: reading whole batches out of one segment (the fetch path)
 pub mod checkpoint;
 mod commit;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod policy;
 pub mod recovery;
 pub mod scan;
 pub mod segment;
+pub mod segment_read;
 pub mod time_index;
 
 pub use config::LogConfig;

@@ -23,8 +23,9 @@ use super::config::LogConfig;
 use super::error::LogError;
 use super::policy::{self, RetentionReason, RollInputs, SegmentSummary};
 use super::recovery::{self, RecoveryReport};
-use super::scan::{scan_file, BatchScanner, Scanned};
+use super::scan::scan_file;
 use super::segment::{Segment, SegmentFiles, SegmentPaths};
+use super::segment_read::{read_from_segment, SegmentRead, SegmentReadError};
 use crate::protocol::batch_builder::decode_records_decompressed;
 use crate::protocol::record_batch::{self, BatchHeader, TimestampType};
 use crate::runtime;
@@ -476,6 +477,21 @@ impl Log {
         max_bytes: usize,
         upper_bound: Option<i64>,
     ) -> Result<ReadResult, LogError> {
+        self.read_within(offset, max_bytes, upper_bound, true).await
+    }
+
+    /// Like [`Log::read`]; without `whole_first` nothing larger than `max_bytes` is returned
+    /// (a first batch that does not fit gives empty records), for the partitions of a Fetch
+    /// after the first one that returned data. `max_bytes` 0 without `whole_first` reads no
+    /// file at all: the offsets only (a partition past the response's byte budget).
+    pub async fn read_within(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        upper_bound: Option<i64>,
+        whole_first: bool,
+    ) -> Result<ReadResult, LogError> {
+        let nothing_fits = max_bytes == 0 && !whole_first;
         let (candidates, log_start, end, interval) = {
             let st = self.inner.state.borrow();
             let end = upper_bound.map_or(st.written_end, |u| u.min(st.written_end));
@@ -487,7 +503,7 @@ impl Log {
                 });
             }
             let mut candidates = Vec::new();
-            if offset < end {
+            if offset < end && !nothing_fits {
                 let first = st.segment_index_for(offset);
                 // The offset is in the first segment, or (after a gap) in the next one.
                 for seg in st.segments[first..].iter().take(2) {
@@ -505,7 +521,7 @@ impl Log {
                     } else {
                         0
                     };
-                    candidates.push((files, start, seg.written.size));
+                    candidates.push((files, start, seg.written.size, seg.base_offset));
                 }
             }
             (
@@ -517,10 +533,31 @@ impl Log {
         };
         let bound = upper_bound.map_or(end, |u| u.min(end));
         let mut records = Bytes::new();
-        for (files, start, size) in candidates {
-            let found = read_from_segment(&files, start, size, offset, bound, max_bytes, interval)
-                .await
-                .map_err(|e| LogError::from_io(&self.inner.dir, "reading a segment", e))?;
+        for (files, start, size, segment_base) in candidates {
+            let read = SegmentRead {
+                offset,
+                bound,
+                max_bytes,
+                whole_first,
+                index_interval: interval,
+            };
+            let found =
+                read_from_segment(&files, start, size, read)
+                    .await
+                    .map_err(|e| match e {
+                        SegmentReadError::Io(e) => {
+                            LogError::from_io(&self.inner.dir, "reading a segment", e)
+                        }
+                        SegmentReadError::Corrupt { position, reason } => {
+                            LogError::CorruptSegment {
+                                dir: self.inner.dir.clone(),
+                                segment_base,
+                                position,
+                                offset,
+                                reason,
+                            }
+                        }
+                    })?;
             if let Some(bytes) = found {
                 records = bytes;
                 break;
@@ -1017,75 +1054,4 @@ fn stage(
         log_start_offset: st.log_start_offset,
         record_count,
     }
-}
-
-/// Reads from one segment the batches from the one holding `offset`, within `max_bytes`
-/// (the first batch whole regardless), stopping before `bound`. `None` when the segment holds
-/// nothing at or after `offset`.
-async fn read_from_segment(
-    files: &SegmentFiles,
-    start: u64,
-    size: u64,
-    offset: i64,
-    bound: i64,
-    max_bytes: usize,
-    index_interval: u32,
-) -> std::io::Result<Option<Bytes>> {
-    // The index lands within about one interval (plus one batch) of the target.
-    let slack = index_interval as usize + 64 * 1024;
-    let mut pos = start;
-    let mut at_least = 0usize;
-    'chunks: while pos < size {
-        let want = max_bytes
-            .max(1)
-            .saturating_add(slack)
-            .max(at_least)
-            .min((size - pos) as usize);
-        let chunk = Bytes::from(files.log.read_at(pos, want).await?);
-        if chunk.is_empty() {
-            return Ok(None);
-        }
-        let mut scanner = BatchScanner::new(&chunk, false);
-        let mut first: Option<usize> = None;
-        let mut end = 0usize;
-        loop {
-            match scanner.next_batch() {
-                Scanned::Batch { position, header } => {
-                    if header.base_offset >= bound {
-                        break;
-                    }
-                    match first {
-                        None if header.last_offset() < offset => {}
-                        None => {
-                            first = Some(position);
-                            end = position + header.total_len();
-                        }
-                        Some(f) => {
-                            if position + header.total_len() - f > max_bytes {
-                                break;
-                            }
-                            end = position + header.total_len();
-                        }
-                    }
-                }
-                Scanned::Incomplete { position, needed } if first.is_none() => {
-                    // The next batch does not fit in this chunk: read again from it.
-                    pos += position as u64;
-                    at_least = needed;
-                    continue 'chunks;
-                }
-                Scanned::Incomplete { .. } | Scanned::End | Scanned::Invalid { .. } => break,
-            }
-        }
-        if let Some(f) = first {
-            return Ok(Some(chunk.slice(f..end)));
-        }
-        let advanced = scanner.position();
-        if advanced == 0 {
-            return Ok(None);
-        }
-        pos += advanced as u64;
-        at_least = 0;
-    }
-    Ok(None)
 }

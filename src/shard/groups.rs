@@ -22,7 +22,7 @@ impl Shard {
     pub fn group_coordinator_shard(&self, group_id: &str) -> Option<usize> {
         let meta = self.metadata();
         let partition = offsets_partition_for(group_id, self.config.group.offsets_partitions);
-        meta.shard_of(OFFSETS_TOPIC, partition)
+        meta.shard_of(OFFSETS_TOPIC, partition, self.count)
     }
 
     /// Runs one call for `group_id` on its coordinator and returns the reply.

@@ -24,8 +24,13 @@ pub enum MeshMessage {
 }
 
 pub enum ShardRequest {
-    /// Work on partitions this shard owns, in one round trip.
-    Partitions(Vec<PartitionOp>),
+    /// Work on partitions this shard owns, in one round trip. With `fetch_budget`, the
+    /// operations are the fetches of one Fetch request: read in order against that many
+    /// response bytes (see `shard::fetch_budget`); without, they run concurrently.
+    Partitions {
+        ops: Vec<PartitionOp>,
+        fetch_budget: Option<usize>,
+    },
     /// New metadata from shard 0: adopt it, open logs of new partitions, drop deleted ones.
     ApplyMetadata(Arc<ClusterMetadata>),
     /// A metadata change, sent to shard 0 (the only writer).
@@ -69,7 +74,12 @@ pub enum PartitionOp {
         topic: String,
         partition: i32,
         offset: i64,
+        /// The request's `partition_max_bytes`.
         max_bytes: usize,
+        /// The log end an earlier read of the same long poll saw: if the log still ends
+        /// there, nothing is read (empty records, that end as high watermark) and the caller
+        /// keeps what it read before.
+        known_end: Option<i64>,
     },
     /// timestamp: -1 latest, -2 earliest, -3 max timestamp, else by timestamp.
     ListOffsets {

@@ -6,6 +6,9 @@
 //! the replies are merged: one round trip per shard involved. Shard 0 is the only writer of
 //! the metadata; it persists each change and then hands the new version to every shard.
 
+mod errors;
+pub mod fetch;
+pub mod fetch_budget;
 pub mod group_service;
 pub mod groups;
 pub mod idempotent_append;
@@ -30,13 +33,17 @@ use crate::config::{topic_log_config, BrokerConfig};
 use crate::log::{partition_dir_name, AppendOptions, Log, LogError};
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
+use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
+pub use errors::{log_error, produce_error};
+use errors::{metadata_error, unavailable_result, unknown_partition_result};
+use fetch::fetch_from;
 use messages::{
-    AdminError, AdminOp, FetchedData, MeshMessage, PartitionError, PartitionOp, PartitionResult,
-    ShardReply, ShardRequest,
+    AdminError, AdminOp, MeshMessage, PartitionError, PartitionOp, PartitionResult, ShardReply,
+    ShardRequest,
 };
-use metadata::{ClusterMetadata, MetadataError};
+use metadata::ClusterMetadata;
 use partition::Partition;
 use recovery_summary::RecoverySummary;
 
@@ -64,9 +71,8 @@ pub struct Shard {
     /// Requests sent to other shards and not yet answered: id → (peer, waiter).
     pending: RefCell<HashMap<u64, (usize, local_oneshot::Sender<ShardReply>)>>,
     next_request_id: Cell<u64>,
-    /// Shard 0 applies admin changes one at a time.
-    admin_busy: Cell<bool>,
-    admin_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    /// Shard 0 applies admin changes one at a time (a cancelled change leaves the section).
+    admin: Exclusive,
     /// The coordinator of the groups whose `__consumer_offsets` partitions this shard owns.
     groups: group_service::GroupService,
     /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
@@ -116,8 +122,7 @@ impl Shard {
             ctx,
             pending: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
-            admin_busy: Cell::new(false),
-            admin_waiters: RefCell::new(Vec::new()),
+            admin: Exclusive::new(),
             groups: group_service::GroupService::new(config_group),
             producer_ids: producer_ids::ProducerIdAllocator::new(),
             produce_memory,
@@ -167,7 +172,7 @@ impl Shard {
                 }
             };
             for (i, p) in topic.partitions.iter().enumerate() {
-                if p.shard == self.id {
+                if metadata::shard_for_slot(p.slot, self.count) == self.id {
                     wanted.push((topic.name.clone(), i as i32, log_config.clone()));
                 }
             }
@@ -210,7 +215,7 @@ impl Shard {
             .partitions
             .borrow()
             .iter()
-            .filter(|((t, i), _)| meta.shard_of(t, *i) != Some(self.id))
+            .filter(|((t, i), _)| meta.shard_of(t, *i, self.count) != Some(self.id))
             .map(|(k, p)| (k.clone(), Rc::clone(p)))
             .collect();
         for (key, p) in gone {
@@ -296,7 +301,14 @@ impl Shard {
 
     async fn execute_request(self: &Rc<Self>, request: ShardRequest) -> ShardReply {
         match request {
-            ShardRequest::Partitions(ops) => {
+            ShardRequest::Partitions {
+                ops,
+                fetch_budget: Some(max_bytes),
+            } => ShardReply::Partitions(self.execute_fetches(ops, max_bytes).await),
+            ShardRequest::Partitions {
+                ops,
+                fetch_budget: None,
+            } => {
                 let mut tasks = Vec::with_capacity(ops.len());
                 for op in ops {
                     let shard = Rc::clone(self);
@@ -328,12 +340,31 @@ impl Shard {
     /// Runs partition operations wherever their partitions live; results come back in the
     /// order of `ops`. Local ones run here, the rest go out as one message per shard.
     pub async fn run_partition_ops(self: &Rc<Self>, ops: Vec<PartitionOp>) -> Vec<PartitionResult> {
+        self.run_partition_ops_within(ops, None).await
+    }
+
+    /// [`Shard::run_partition_ops`] for the fetches of one Fetch request: each shard reads its
+    /// partitions in request order within `max_bytes` response bytes (KIP-74). The caller
+    /// applies the budget once more over all shards' results, in request order.
+    pub async fn run_fetch_ops(
+        self: &Rc<Self>,
+        ops: Vec<PartitionOp>,
+        max_bytes: usize,
+    ) -> Vec<PartitionResult> {
+        self.run_partition_ops_within(ops, Some(max_bytes)).await
+    }
+
+    async fn run_partition_ops_within(
+        self: &Rc<Self>,
+        ops: Vec<PartitionOp>,
+        fetch_budget: Option<usize>,
+    ) -> Vec<PartitionResult> {
         let meta = self.metadata();
         let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::new();
         let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
         for (i, op) in ops.into_iter().enumerate() {
             let (topic, partition) = op.topic_partition();
-            match meta.shard_of(topic, partition) {
+            match meta.shard_of(topic, partition, self.count) {
                 Some(owner) => by_shard.entry(owner).or_default().push((i, op)),
                 None => results[i] = Some(unknown_partition_result(&op)),
             }
@@ -344,14 +375,15 @@ impl Shard {
             tasks.push(runtime::spawn(async move {
                 let (indexes, ops): (Vec<usize>, Vec<PartitionOp>) = batch.into_iter().unzip();
                 let fallback: Vec<PartitionResult> = ops.iter().map(unavailable_result).collect();
+                let request = ShardRequest::Partitions { ops, fetch_budget };
                 let out = if owner == shard.id {
-                    match shard.execute_request(ShardRequest::Partitions(ops)).await {
+                    match shard.execute_request(request).await {
                         ShardReply::Partitions(r) => r,
                         _ => fallback,
                     }
                 } else {
                     let sent = std::time::Instant::now();
-                    let reply = shard.request(owner, ShardRequest::Partitions(ops)).await;
+                    let reply = shard.request(owner, request).await;
                     metrics::registry::record_stage(metrics::registry::Stage::Hop, sent.elapsed());
                     match reply {
                         Some(ShardReply::Partitions(r)) if r.len() == indexes.len() => r,
@@ -396,18 +428,16 @@ impl Shard {
                 PartitionResult::Produce(result.map_err(produce_error))
             }
             PartitionOp::Fetch {
-                offset, max_bytes, ..
+                offset,
+                max_bytes,
+                known_end,
+                ..
             } => {
-                let result = p.log.read(offset, max_bytes, None).await;
-                PartitionResult::Fetch(
-                    result
-                        .map(|r| FetchedData {
-                            records: r.records,
-                            high_watermark: r.log_end_offset,
-                            log_start_offset: r.log_start_offset,
-                        })
-                        .map_err(log_error),
-                )
+                let limit = fetch_budget::ReadLimit {
+                    max_bytes,
+                    whole_first: true,
+                };
+                PartitionResult::Fetch(fetch_from(&p, offset, Some(limit), known_end).await)
             }
             PartitionOp::ListOffsets { timestamp, .. } => {
                 let o = p.log.offsets();
@@ -447,7 +477,7 @@ impl Shard {
         let meta = self.metadata();
         let mut by_shard: HashMap<usize, Vec<(String, i32, i64)>> = HashMap::new();
         for (t, p, o) in partitions {
-            if let Some(owner) = meta.shard_of(&t, p) {
+            if let Some(owner) = meta.shard_of(&t, p, self.count) {
                 by_shard.entry(owner).or_default().push((t, p, o));
             }
         }
@@ -546,18 +576,8 @@ impl Shard {
         self: &Rc<Self>,
         op: AdminOp,
     ) -> Result<Arc<ClusterMetadata>, AdminError> {
-        while self.admin_busy.get() {
-            let (tx, rx) = local_oneshot::channel();
-            self.admin_waiters.borrow_mut().push(tx);
-            rx.await;
-        }
-        self.admin_busy.set(true);
-        let result = self.execute_admin_exclusive(op).await;
-        self.admin_busy.set(false);
-        for w in self.admin_waiters.borrow_mut().drain(..) {
-            w.send(());
-        }
-        result
+        let _inside = self.admin.enter().await;
+        self.execute_admin_exclusive(op).await
     }
 
     async fn execute_admin_exclusive(
@@ -577,7 +597,7 @@ impl Shard {
                     message: e.to_string(),
                 })?;
                 let next = current
-                    .with_topic(&name, partitions, configs, self.count, uuid::Uuid::new_v4())
+                    .with_topic(&name, partitions, configs, uuid::Uuid::new_v4())
                     .map_err(metadata_error)?;
                 (next, validate_only)
             }
@@ -599,7 +619,7 @@ impl Shard {
                 validate_only,
             } => (
                 current
-                    .with_partition_count(&name, total, self.count)
+                    .with_partition_count(&name, total)
                     .map_err(metadata_error)?,
                 validate_only,
             ),
@@ -713,7 +733,7 @@ impl Shard {
 /// Bytes of record data in a request's produce operations.
 fn produce_bytes(request: &ShardRequest) -> usize {
     match request {
-        ShardRequest::Partitions(ops) => ops
+        ShardRequest::Partitions { ops, .. } => ops
             .iter()
             .map(|op| match op {
                 PartitionOp::Produce { records, .. } => records.len(),
@@ -722,80 +742,4 @@ fn produce_bytes(request: &ShardRequest) -> usize {
             .sum(),
         _ => 0,
     }
-}
-
-/// Maps a log error to the Kafka error code a client expects.
-pub fn log_error(e: LogError) -> PartitionError {
-    let code = match &e {
-        LogError::InvalidBatch { .. } => ResponseError::CorruptMessage.code(),
-        LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
-        LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
-        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
-        LogError::DiskFull { .. } | LogError::Io { .. } | LogError::Unrecoverable { .. } => {
-            ResponseError::KafkaStorageError.code()
-        }
-        LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
-    };
-    PartitionError {
-        code,
-        message: e.to_string(),
-    }
-}
-
-/// Maps a produce error to the Kafka error code a client expects.
-pub fn produce_error(e: idempotent_append::ProduceError) -> PartitionError {
-    match e {
-        idempotent_append::ProduceError::Log(e) => log_error(e),
-        other => PartitionError {
-            code: other
-                .kafka_code()
-                .unwrap_or(ResponseError::UnknownServerError.code()),
-            message: other.to_string(),
-        },
-    }
-}
-
-fn metadata_error(e: MetadataError) -> AdminError {
-    let code = match &e {
-        MetadataError::TopicExists(_) => ResponseError::TopicAlreadyExists.code(),
-        MetadataError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition.code(),
-        MetadataError::InvalidTopic { .. } => ResponseError::InvalidTopicException.code(),
-        MetadataError::InvalidPartitions(_) => ResponseError::InvalidPartitions.code(),
-        MetadataError::InvalidReplicationFactor(_) => {
-            ResponseError::InvalidReplicationFactor.code()
-        }
-        MetadataError::InvalidConfig(_) => ResponseError::InvalidConfig.code(),
-    };
-    AdminError {
-        code,
-        message: e.to_string(),
-    }
-}
-
-fn error_result(op: &PartitionOp, code: i16, message: String) -> PartitionResult {
-    let err = PartitionError { code, message };
-    match op {
-        PartitionOp::Produce { .. } => PartitionResult::Produce(Err(err)),
-        PartitionOp::Fetch { .. } => PartitionResult::Fetch(Err(err)),
-        PartitionOp::ListOffsets { .. } => PartitionResult::ListOffsets(Err(err)),
-        PartitionOp::DeleteRecords { .. } => PartitionResult::DeleteRecords(Err(err)),
-    }
-}
-
-fn unknown_partition_result(op: &PartitionOp) -> PartitionResult {
-    let (t, p) = op.topic_partition();
-    error_result(
-        op,
-        ResponseError::UnknownTopicOrPartition.code(),
-        format!("{t}-{p} does not exist"),
-    )
-}
-
-fn unavailable_result(op: &PartitionOp) -> PartitionResult {
-    let (t, p) = op.topic_partition();
-    error_result(
-        op,
-        ResponseError::NotLeaderOrFollower.code(),
-        format!("the shard owning {t}-{p} did not answer"),
-    )
 }

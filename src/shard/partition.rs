@@ -1,7 +1,7 @@
 //! A partition as its owning shard holds it: the log, its idempotent producers, and the
 //! fetchers waiting for new data.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use super::idempotent_append::{self, ProduceError, ProducerLoad, ProducerStates};
@@ -42,6 +42,8 @@ pub struct Partition {
     pub producers: Rc<ProducerStates>,
     /// Long-polling fetchers waiting for the next append.
     waiters: RefCell<Vec<Weak<AppendWaker>>>,
+    /// The fetch offset of the last corrupt read logged (a consumer retries it forever).
+    corrupt_logged_at: Cell<Option<i64>>,
 }
 
 impl Partition {
@@ -52,6 +54,20 @@ impl Partition {
             log,
             producers: ProducerStates::new(),
             waiters: RefCell::new(Vec::new()),
+            corrupt_logged_at: Cell::new(None),
+        }
+    }
+
+    /// Logs a read that found corrupt data, once per fetch offset.
+    pub fn log_corrupt_read(&self, offset: i64, error: &LogError) {
+        if self.corrupt_logged_at.replace(Some(offset)) != Some(offset) {
+            tracing::warn!(
+                topic = %self.topic,
+                partition = self.index,
+                offset,
+                error = %error,
+                "corrupt data in the log at a fetch offset; answering CORRUPT_MESSAGE"
+            );
         }
     }
 

@@ -7,7 +7,7 @@
 //! directory sync) before answering, so no id of a block is used before the block is on disk
 //! as used. Ids left in a block when the broker stops are skipped, never reused.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ use super::messages::{ShardReply, ShardRequest};
 use super::metadata_store::METADATA_DIR;
 use super::Shard;
 use crate::runtime::{self, File};
-use crate::util::local_oneshot;
+use crate::util::exclusive::Exclusive;
 
 /// Ids per block (one round trip to shard 0 and one fsync per block).
 pub const BLOCK_SIZE: i64 = 1000;
@@ -49,11 +49,10 @@ pub struct ProducerIdAllocator {
     /// The current block: next id to hand out, end (exclusive).
     next: Cell<i64>,
     end: Cell<i64>,
-    /// Shard 0: the first id of the next block (loaded on first use), and the requests
-    /// waiting while one block is being persisted.
+    /// Shard 0: the first id of the next block (loaded on first use); one block is
+    /// persisted at a time (a cancelled allocation leaves the section: see [`Exclusive`]).
     next_block: Cell<Option<i64>>,
-    busy: Cell<bool>,
-    waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    allocating: Exclusive,
 }
 
 impl ProducerIdAllocator {
@@ -88,18 +87,8 @@ impl ProducerIdAllocator {
         &self,
         data_dir: &Path,
     ) -> Result<ProducerIdBlock, ProducerIdError> {
-        while self.busy.get() {
-            let (tx, rx) = local_oneshot::channel();
-            self.waiters.borrow_mut().push(tx);
-            rx.await;
-        }
-        self.busy.set(true);
-        let result = self.allocate_block_exclusive(data_dir).await;
-        self.busy.set(false);
-        for w in self.waiters.borrow_mut().drain(..) {
-            w.send(());
-        }
-        result
+        let _inside = self.allocating.enter().await;
+        self.allocate_block_exclusive(data_dir).await
     }
 
     async fn allocate_block_exclusive(
@@ -219,6 +208,34 @@ mod tests {
         assert!(decode_counter(b"").is_err());
         assert!(decode_counter(b"ringbroker-producer-ids 1\nnext-block-start -1\n").is_err());
         assert!(decode_counter(b"ringbroker-producer-ids 1\nnext-block-start x\n").is_err());
+    }
+
+    #[test]
+    fn an_allocation_cancelled_midway_does_not_block_the_next() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        crate::runtime::block_on(async {
+            let a = ProducerIdAllocator::new();
+            // Started (it waits on the counter file's I/O) and then dropped, as a handler
+            // task is when its connection closes.
+            let mut first = Box::pin(a.allocate_block(dir.path()));
+            let polled = futures_lite::future::poll_once(&mut first).await;
+            assert!(polled.is_none(), "the allocation is still in flight");
+            drop(first);
+            // Bounded: a leftover busy flag would make this wait forever.
+            let second = futures_lite::future::or(
+                async { Some(a.allocate_block(dir.path()).await) },
+                async {
+                    crate::runtime::sleep(std::time::Duration::from_secs(10)).await;
+                    None
+                },
+            )
+            .await;
+            let block = second
+                .expect("the next allocation completes")
+                .expect("block");
+            assert_eq!(block.end - block.start, BLOCK_SIZE);
+        })
+        .expect("executor");
     }
 
     #[test]

@@ -14,12 +14,14 @@ use kafka_protocol::messages::create_topics_request::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
 use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::produce_request::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::ResponseError;
 
 /// Bound on every wait (connect, each response, shutdown).
 pub const WAIT: Duration = Duration::from_secs(20);
@@ -27,7 +29,7 @@ pub const WAIT: Duration = Duration::from_secs(20);
 /// (the crash soak's grow to ~100 MB each) and may wait on fsyncs behind a busy disk.
 pub const START_WAIT: Duration = Duration::from_secs(90);
 
-/// A broker with 2 unpinned shards on a free loopback port over a temp data directory that
+/// A broker with 2 unpinned shards (see [`Broker::set_shards`]) on a free loopback port over a temp data directory that
 /// outlives restarts. Dropping it stops the process (SIGTERM, then SIGKILL).
 pub struct Broker {
     child: Option<Child>,
@@ -41,6 +43,8 @@ pub struct Broker {
     /// Extra command-line arguments (e.g. `--log-format json`) and environment variables.
     args: Vec<String>,
     envs: Vec<(String, String)>,
+    /// `--shards` of the next start.
+    shards: usize,
 }
 
 impl Broker {
@@ -83,6 +87,7 @@ impl Broker {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            shards: 2,
         };
         broker.spawn();
         broker
@@ -102,7 +107,7 @@ impl Broker {
             .arg("--data-dir")
             .arg(self.data_dir())
             .arg("--shards")
-            .arg("2");
+            .arg(self.shards.to_string());
         for s in &self.settings {
             cmd.arg("--set").arg(s);
         }
@@ -160,6 +165,11 @@ impl Broker {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The shard count of the next (re)start.
+    pub fn set_shards(&mut self, shards: usize) {
+        self.shards = shards;
     }
 
     pub fn pid(&self) -> i32 {
@@ -420,6 +430,53 @@ impl Client {
             buf.len()
         );
         response
+    }
+}
+
+/// A Fetch request (by topic name) for `partitions` as (partition, fetch offset), each with
+/// `partition_max_bytes`, within `max_bytes`; no long poll (callers set max_wait_ms/min_bytes).
+pub fn fetch_request(
+    topic: &str,
+    partitions: &[(i32, i64)],
+    partition_max_bytes: i32,
+    max_bytes: i32,
+) -> FetchRequest {
+    let mut t = FetchTopic::default();
+    t.topic = topic_name(topic);
+    t.partitions = partitions
+        .iter()
+        .map(|(p, offset)| {
+            let mut fp = FetchPartition::default();
+            fp.partition = *p;
+            fp.fetch_offset = *offset;
+            fp.partition_max_bytes = partition_max_bytes;
+            fp
+        })
+        .collect();
+    let mut req = FetchRequest::default();
+    req.max_wait_ms = 0;
+    req.min_bytes = 0;
+    req.max_bytes = max_bytes;
+    req.topics = vec![t];
+    req
+}
+
+/// Retries a group call while the coordinator is still loading or not yet available (bounded
+/// by [`WAIT`]); any other error code fails the test.
+pub fn until_coordinator_ready<T>(mut attempt: impl FnMut() -> Result<T, i16>) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match attempt() {
+            Ok(v) => return v,
+            Err(code)
+                if (code == ResponseError::CoordinatorLoadInProgress.code()
+                    || code == ResponseError::CoordinatorNotAvailable.code())
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(code) => panic!("group call failed with error {code}"),
+        }
     }
 }
 

@@ -309,6 +309,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Create unknown topics asked for in Metadata.",
         ),
         (
+            "fetch.max.bytes",
+            c.fetch_max_bytes.to_string(),
+            TYPE_INT,
+            "Most record bytes in one Fetch response (the first batch comes whole).",
+        ),
+        (
             "socket.request.max.bytes",
             c.socket_request_max_bytes.to_string(),
             TYPE_INT,
@@ -316,7 +322,7 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
         ),
         (
             "queued.max.request.bytes",
-            c.connection_max_inflight_bytes.to_string(),
+            c.queued_max_request_bytes(),
             TYPE_LONG,
             "Request bytes in flight on one connection before the broker stops reading it.",
         ),

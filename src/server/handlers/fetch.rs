@@ -1,5 +1,11 @@
 //! Fetch (key 1): read batches from partitions, long-polling up to max_wait_ms until min_bytes
 //! are available. Sessions are not kept (session id 0: every request is a full fetch).
+//!
+//! The response keeps to one byte budget (KIP-74): the request's `max_bytes`, capped by the
+//! broker's `fetch.max.bytes`, spent on partitions in request order, each at most its
+//! `partition_max_bytes`, the first batch whole even when larger. Each owning shard reads its
+//! partitions in order within the budget; the budget is applied once more over the merged
+//! results. After a long-poll wake only partitions whose log grew are read again.
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +17,7 @@ use crate::protocol::messages::BrokerId;
 use bytes::Bytes;
 
 use super::{HandlerError, Request};
+use crate::shard::fetch_budget::FetchBudget;
 use crate::shard::messages::{PartitionOp, PartitionResult};
 
 /// Upper bound on one long poll, whatever the client asks.
@@ -35,16 +42,20 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         .collect();
     let deadline =
         Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
-    let min_bytes = request.min_bytes.max(0) as usize;
-    let max_bytes = if request.max_bytes <= 0 {
-        usize::MAX
-    } else {
-        request.max_bytes as usize
-    };
+    let max_bytes = response_max_bytes(request.max_bytes, shard.config.fetch_max_bytes);
+    // More than the budget can never come (except an oversized first batch).
+    let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes).max(1);
     // After the deadline, one last look (data may have come just then), then answer.
     let mut last_look = false;
+    let mut results: Vec<PartitionResult> = Vec::new();
     loop {
-        let results = shard.run_partition_ops(fetch_ops(&request, &names)).await;
+        let ops = fetch_ops(&request, &names, &results);
+        let fresh = shard.run_fetch_ops(ops, max_bytes).await;
+        results = if results.is_empty() {
+            fresh
+        } else {
+            keep_unchanged(results, fresh)
+        };
         let total: usize = results
             .iter()
             .map(|r| match r {
@@ -56,18 +67,24 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             .iter()
             .any(|r| matches!(r, PartitionResult::Fetch(Err(_))));
         let now = Instant::now();
-        let satisfied = total >= min_bytes.max(1) || any_error || results.is_empty();
+        let satisfied = total >= min_bytes || any_error || results.is_empty();
         if satisfied || last_look || now >= deadline {
             return build_response(req, &request, &names, results, max_bytes);
         }
-        let waits = request
-            .topics
-            .iter()
-            .zip(&names)
-            .flat_map(|(t, name)| {
-                t.partitions
-                    .iter()
-                    .map(move |p| (name.clone(), p.partition, p.fetch_offset))
+        let waits = fetch_ops(&request, &names, &results)
+            .into_iter()
+            .filter_map(|op| match op {
+                // Wait for data past what was read already, not past the fetch offset:
+                // a partition with some data (below min_bytes) would wake at once, again
+                // and again, until the deadline.
+                PartitionOp::Fetch {
+                    topic,
+                    partition,
+                    offset,
+                    known_end,
+                    ..
+                } => Some((topic, partition, known_end.unwrap_or(offset).max(offset))),
+                _ => None,
             })
             .collect();
         let arrived = shard.wait_for_data(waits, deadline - now).await;
@@ -75,20 +92,60 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     }
 }
 
-/// One fetch operation per requested partition, in request order.
-fn fetch_ops(request: &FetchRequest, names: &[String]) -> Vec<PartitionOp> {
+/// The response's byte budget: the request's `max_bytes` (0 or less: none given) capped by
+/// the broker's `fetch.max.bytes`.
+fn response_max_bytes(requested: i32, broker_max: usize) -> usize {
+    match usize::try_from(requested) {
+        Ok(n) if n > 0 => n.min(broker_max),
+        _ => broker_max,
+    }
+}
+
+/// One fetch operation per requested partition, in request order. `previous` (empty on the
+/// first read) gives each partition the log end already seen, so that a partition whose log
+/// did not grow is not read again.
+fn fetch_ops(
+    request: &FetchRequest,
+    names: &[String],
+    previous: &[PartitionResult],
+) -> Vec<PartitionOp> {
     let mut ops = Vec::new();
     for (topic, name) in request.topics.iter().zip(names) {
         for p in &topic.partitions {
+            let known_end = match previous.get(ops.len()) {
+                Some(PartitionResult::Fetch(Ok(d))) => Some(d.high_watermark),
+                _ => None,
+            };
             ops.push(PartitionOp::Fetch {
                 topic: name.clone(),
                 partition: p.partition,
                 offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
+                known_end,
             });
         }
     }
     ops
+}
+
+/// Merges a re-read into the previous results: a partition whose log end did not move was
+/// not read again (empty records, same end) and keeps what the previous read returned.
+fn keep_unchanged(
+    previous: Vec<PartitionResult>,
+    fresh: Vec<PartitionResult>,
+) -> Vec<PartitionResult> {
+    previous
+        .into_iter()
+        .zip(fresh)
+        .map(|(old, new)| match (&old, &new) {
+            (PartitionResult::Fetch(Ok(o)), PartitionResult::Fetch(Ok(n)))
+                if n.records.is_empty() && n.high_watermark == o.high_watermark =>
+            {
+                old
+            }
+            _ => new,
+        })
+        .collect()
 }
 
 fn build_response(
@@ -99,14 +156,15 @@ fn build_response(
     max_bytes: usize,
 ) -> Result<Bytes, HandlerError> {
     let mut results = results.into_iter();
-    let mut budget_used = 0usize;
+    // Each shard kept to the budget on its own; over all of them, in request order, it is
+    // applied once more (whole batches only).
+    let mut budget = FetchBudget::new(max_bytes);
     let mut response = FetchResponse::default();
     response.session_id = 0;
-    for (topic, name) in request.topics.iter().zip(names) {
+    for (topic, _name) in request.topics.iter().zip(names) {
         let mut t = FetchableTopicResponse::default();
         t.topic = topic.topic.clone();
         t.topic_id = topic.topic_id;
-        let _ = name;
         for p in &topic.partitions {
             let mut d = PartitionData::default();
             d.partition_index = p.partition;
@@ -119,15 +177,8 @@ fn build_response(
                     if req.version() >= 5 {
                         d.log_start_offset = data.log_start_offset;
                     }
-                    // The response's max_bytes: whole partitions until it is reached; the
-                    // first non-empty one goes whatever its size, as in Kafka.
-                    let len = data.records.len();
-                    if len > 0 && budget_used > 0 && budget_used + len > max_bytes {
-                        d.records = Some(Bytes::new());
-                    } else {
-                        budget_used += len;
-                        d.records = Some(data.records);
-                    }
+                    let partition_max = p.partition_max_bytes.max(0) as usize;
+                    d.records = Some(budget.take(data.records, partition_max));
                 }
                 Some(PartitionResult::Fetch(Err(e))) => {
                     d.error_code = e.code;
@@ -145,4 +196,17 @@ fn build_response(
         response.responses.push(t);
     }
     req.encode(&response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_broker_caps_the_requested_max_bytes() {
+        assert_eq!(response_max_bytes(1000, 5000), 1000);
+        assert_eq!(response_max_bytes(i32::MAX, 5000), 5000);
+        assert_eq!(response_max_bytes(0, 5000), 5000);
+        assert_eq!(response_max_bytes(-1, 5000), 5000);
+    }
 }

@@ -31,7 +31,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let mut known = Vec::new();
     for topic in &request.topics {
         for p in &topic.partitions {
-            let exists = meta.shard_of(&topic.name.0, p.partition_index).is_some();
+            let exists = meta.has_partition(&topic.name.0, p.partition_index);
             known.push(exists);
             if exists {
                 partitions.push((topic.name.0.to_string(), p.partition_index));

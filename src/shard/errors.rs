@@ -1,0 +1,86 @@
+//! Kafka error codes for what a shard's work can fail with: log, produce and metadata errors,
+//! and the per-operation results of partitions that are unknown or whose shard did not answer.
+
+use super::idempotent_append;
+use super::messages::{AdminError, PartitionError, PartitionOp, PartitionResult};
+use super::metadata::MetadataError;
+use crate::log::LogError;
+use crate::protocol::ResponseError;
+
+/// Maps a log error to the Kafka error code a client expects.
+pub fn log_error(e: LogError) -> PartitionError {
+    let code = match &e {
+        LogError::InvalidBatch { .. } | LogError::CorruptSegment { .. } => {
+            ResponseError::CorruptMessage.code()
+        }
+        LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
+        LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
+        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+        LogError::DiskFull { .. } | LogError::Io { .. } | LogError::Unrecoverable { .. } => {
+            ResponseError::KafkaStorageError.code()
+        }
+        LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
+    };
+    PartitionError {
+        code,
+        message: e.to_string(),
+    }
+}
+
+/// Maps a produce error to the Kafka error code a client expects.
+pub fn produce_error(e: idempotent_append::ProduceError) -> PartitionError {
+    match e {
+        idempotent_append::ProduceError::Log(e) => log_error(e),
+        other => PartitionError {
+            code: other
+                .kafka_code()
+                .unwrap_or(ResponseError::UnknownServerError.code()),
+            message: other.to_string(),
+        },
+    }
+}
+
+pub(super) fn metadata_error(e: MetadataError) -> AdminError {
+    let code = match &e {
+        MetadataError::TopicExists(_) => ResponseError::TopicAlreadyExists.code(),
+        MetadataError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition.code(),
+        MetadataError::InvalidTopic { .. } => ResponseError::InvalidTopicException.code(),
+        MetadataError::InvalidPartitions(_) => ResponseError::InvalidPartitions.code(),
+        MetadataError::InvalidReplicationFactor(_) => {
+            ResponseError::InvalidReplicationFactor.code()
+        }
+        MetadataError::InvalidConfig(_) => ResponseError::InvalidConfig.code(),
+    };
+    AdminError {
+        code,
+        message: e.to_string(),
+    }
+}
+
+pub(super) fn error_result(op: &PartitionOp, code: i16, message: String) -> PartitionResult {
+    let err = PartitionError { code, message };
+    match op {
+        PartitionOp::Produce { .. } => PartitionResult::Produce(Err(err)),
+        PartitionOp::Fetch { .. } => PartitionResult::Fetch(Err(err)),
+        PartitionOp::ListOffsets { .. } => PartitionResult::ListOffsets(Err(err)),
+        PartitionOp::DeleteRecords { .. } => PartitionResult::DeleteRecords(Err(err)),
+    }
+}
+
+pub(super) fn unknown_partition_result(op: &PartitionOp) -> PartitionResult {
+    let (t, p) = op.topic_partition();
+    error_result(
+        op,
+        ResponseError::UnknownTopicOrPartition.code(),
+        format!("{t}-{p} does not exist"),
+    )
+}
+
+pub(super) fn unavailable_result(op: &PartitionOp) -> PartitionResult {
+    let (t, p) = op.topic_partition();
+    error_result(
+        op,
+        ResponseError::NotLeaderOrFollower.code(),
+        format!("the shard owning {t}-{p} did not answer"),
+    )
+}
