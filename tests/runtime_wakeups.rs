@@ -16,7 +16,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::join_group_request::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kafka_protocol::messages::join_group_response::JoinGroupResponse;
@@ -24,7 +24,7 @@ use kafka_protocol::messages::{ApiKey, GroupId};
 use kafka_protocol::protocol::StrBytes;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 
-use broker::{s, topic_name, Broker, Client};
+use broker::{s, Broker, Client};
 
 const TOPIC: &str = "wakeups";
 const PARTITIONS: i32 = 4;
@@ -92,19 +92,11 @@ fn produce_one(c: &mut Client, partition: i32, value: &[u8]) -> i64 {
     base
 }
 
+/// A long poll of one partition: `min_bytes` 1, so it waits for data or for `max_wait_ms`.
 fn fetch_request(partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
-    let mut p = FetchPartition::default();
-    p.partition = partition;
-    p.fetch_offset = offset;
-    p.partition_max_bytes = 1 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = topic_name(TOPIC);
-    t.partitions = vec![p];
-    let mut req = FetchRequest::default();
+    let mut req = broker::fetch_request(TOPIC, &[(partition, offset)], 1 << 20, 1 << 20);
     req.max_wait_ms = max_wait_ms;
     req.min_bytes = 1;
-    req.max_bytes = 1 << 20;
-    req.topics = vec![t];
     req
 }
 
