@@ -56,5 +56,8 @@ fn a_shard_that_cannot_start_ends_the_process() {
 fn a_shard_that_panics_ends_the_process() {
     let (code, log) = run_with_failpoint("shard-panic:1");
     assert_eq!(code, Some(1), "{log}");
-    assert!(log.contains("a broker thread panicked; stopping the broker"), "{log}");
+    assert!(
+        log.contains("a broker thread panicked; stopping the broker"),
+        "{log}"
+    );
 }
