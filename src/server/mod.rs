@@ -303,17 +303,11 @@ async fn shard_main(
     let (shard, inboxes, recovery) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
     ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);
+    shard.ensure_offsets_topic().await;
     let listener =
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let metrics_listener = crate::metrics::endpoint::bind(shard.id, &shard.config);
     ready.shard_bound();
-    // After the listener is up, as Kafka creates it on demand: a first start does not wait
-    // for 50 partitions' files and fsyncs; until it exists group calls answer
-    // COORDINATOR_NOT_AVAILABLE, which clients retry.
-    {
-        let shard = Rc::clone(&shard);
-        runtime::spawn_detached(async move { shard.ensure_offsets_topic().await });
-    }
     if failpoint("shard-panic", shard.id) {
         runtime::spawn_detached(async { panic!("failpoint shard-panic") });
     }
