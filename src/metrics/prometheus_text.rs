@@ -10,8 +10,6 @@ use std::fmt::Write;
 use super::latency::{Latency, QUANTILES};
 use super::registry::{ApiStats, Stage};
 use super::snapshot::{group_lag, PartitionStats, ShardMetrics};
-use crate::runtime::stall::StallStats;
-use crate::util::memory_budget::MemoryBudgetStats;
 
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -151,111 +149,90 @@ pub fn render(shards: &[ShardMetrics]) -> String {
         );
     }
 
-    type ShardValue = fn(&ShardMetrics) -> u64;
+    type ShardValue = fn(&ShardMetrics) -> f64;
     let connections: [(&str, &str, &str, ShardValue); 3] = [
         (
             "ringbroker_connections_accepted_total",
             "counter",
             "Kafka connections accepted.",
-            |s| s.registry.connections_accepted,
+            |s| s.registry.connections_accepted as f64,
         ),
         (
             "ringbroker_connections_closed_total",
             "counter",
             "Kafka connections closed.",
-            |s| s.registry.connections_closed,
+            |s| s.registry.connections_closed as f64,
         ),
         (
             "ringbroker_connections_open",
             "gauge",
             "Kafka connections open.",
-            |s| s.registry.connections_open(),
+            |s| s.registry.connections_open() as f64,
         ),
     ];
-    for (name, kind, help, value) in connections {
-        out.family(name, kind, help);
-        for s in shards {
-            out.sample(name, &[("shard", &shard_label(s))], value(s) as f64);
-        }
-    }
+    out.per_shard(shards, &connections);
 
-    type MemoryValue = fn(&MemoryBudgetStats) -> f64;
-    let produce_memory: [(&str, &str, &str, MemoryValue); 7] = [
+    let produce_memory: [(&str, &str, &str, ShardValue); 7] = [
         (
             "ringbroker_produce_memory_bytes",
             "gauge",
             "Bytes of Produce requests held on the shard now (read and not yet answered, or forwarded by another shard).",
-            |m| m.held as f64,
+            |s| s.produce_memory.held as f64,
         ),
         (
             "ringbroker_produce_memory_forwarded_bytes",
             "gauge",
             "Of ringbroker_produce_memory_bytes, produce data forwarded by other shards (counted, never waited for).",
-            |m| m.charged as f64,
+            |s| s.produce_memory.charged as f64,
         ),
         (
             "ringbroker_produce_memory_peak_bytes",
             "gauge",
             "Highest ringbroker_produce_memory_bytes since the broker started.",
-            |m| m.peak as f64,
+            |s| s.produce_memory.peak as f64,
         ),
         (
             "ringbroker_produce_memory_limit_bytes",
             "gauge",
             "ringbroker.produce.memory.max.bytes: past it, connections stop reading Produce requests.",
-            |m| m.limit as f64,
+            |s| s.produce_memory.limit as f64,
         ),
         (
             "ringbroker_produce_memory_waiting_requests",
             "gauge",
             "Produce requests waiting for produce memory now (one per connection at most).",
-            |m| m.waiting as f64,
+            |s| s.produce_memory.waiting as f64,
         ),
         (
             "ringbroker_produce_memory_waits_total",
             "counter",
             "Produce requests that waited for produce memory before being read.",
-            |m| m.waits as f64,
+            |s| s.produce_memory.waits as f64,
         ),
         (
             "ringbroker_produce_memory_wait_seconds_total",
             "counter",
             "Time Produce requests spent waiting for produce memory.",
-            |m| m.wait_time.as_secs_f64(),
+            |s| s.produce_memory.wait_time.as_secs_f64(),
         ),
     ];
-    for (name, kind, help, value) in produce_memory {
-        out.family(name, kind, help);
-        for s in shards {
-            out.sample(
-                name,
-                &[("shard", &shard_label(s))],
-                value(&s.produce_memory),
-            );
-        }
-    }
+    out.per_shard(shards, &produce_memory);
 
-    type StallValue = fn(&StallStats) -> f64;
-    let stalls: [(&str, &str, &str, StallValue); 2] = [
+    let stalls: [(&str, &str, &str, ShardValue); 2] = [
         (
             "ringbroker_reactor_stall_longest_seconds",
             "gauge",
             "Longest single poll of a task on the shard's thread since start: nothing else on the shard ran meanwhile.",
-            |s| s.longest.as_secs_f64(),
+            |s| s.stalls.longest.as_secs_f64(),
         ),
         (
             "ringbroker_reactor_stalls_total",
             "counter",
             "Polls that held the shard's thread for 100 ms or more (each also logged, rate-limited).",
-            |s| s.over_threshold as f64,
+            |s| s.stalls.over_threshold as f64,
         ),
     ];
-    for (name, kind, help, value) in stalls {
-        out.family(name, kind, help);
-        for s in shards {
-            out.sample(name, &[("shard", &shard_label(s))], value(&s.stalls));
-        }
-    }
+    out.per_shard(shards, &stalls);
 
     type PartitionValue = fn(&PartitionStats) -> f64;
     let partition_gauges: [(&str, &str, &str, PartitionValue); 7] = [
@@ -370,7 +347,20 @@ struct Text {
     text: String,
 }
 
+/// A family with one sample per shard: (name, kind, help, value of a shard).
+type ShardFamily<'a> = (&'a str, &'a str, &'a str, fn(&ShardMetrics) -> f64);
+
 impl Text {
+    /// Each family, with one `shard`-labelled sample per shard.
+    fn per_shard(&mut self, shards: &[ShardMetrics], families: &[ShardFamily<'_>]) {
+        for (name, kind, help, value) in families {
+            self.family(name, kind, help);
+            for s in shards {
+                self.sample(name, &[("shard", &s.shard.to_string())], value(s));
+            }
+        }
+    }
+
     fn family(&mut self, name: &str, kind: &str, help: &str) {
         // Writing to a String cannot fail.
         let _ = writeln!(self.text, "# HELP {name} {help}");
@@ -439,6 +429,8 @@ mod tests {
     use crate::metrics::registry::{Registry, RequestDone};
     use crate::metrics::snapshot::{GroupOffset, PartitionStats};
     use crate::protocol::messages::ApiKey;
+    use crate::runtime::stall::StallStats;
+    use crate::util::memory_budget::MemoryBudgetStats;
 
     fn shard(id: usize) -> ShardMetrics {
         let mut registry = Registry::new();
