@@ -362,25 +362,18 @@ impl TcpListener {
     /// TIME_WAIT or FIN_WAIT). Neither lets a second broker in unnoticed: the server probes
     /// the port without SO_REUSEPORT first.
     pub fn bind(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
-        use std::os::fd::{FromRawFd, IntoRawFd};
-        let socket = socket2::Socket::new(
-            socket2::Domain::for_address(addr),
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )?;
-        socket.set_reuse_address(true)?;
-        socket.set_reuse_port(true)?;
-        socket.bind(&addr.into())?;
-        socket.listen(1024)?;
-        // SAFETY: the descriptor is a bound, listening TCP socket that we own and hand over.
-        let inner = unsafe { glommio::net::TcpListener::from_raw_fd(socket.into_raw_fd()) };
-        Ok(TcpListener { inner })
+        TcpListener::listen(addr, true, 1024)
     }
 
     /// Binds for one shard alone (SO_REUSEADDR only): a second listener on the address, in
     /// this process or another, fails with `AddrInUse` instead of sharing the connections.
     /// For endpoints a single shard serves (metrics).
     pub fn bind_exclusive(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+        TcpListener::listen(addr, false, 128)
+    }
+
+    /// A listening socket with SO_REUSEADDR, and SO_REUSEPORT if `reuse_port`.
+    fn listen(addr: std::net::SocketAddr, reuse_port: bool, backlog: i32) -> io::Result<Self> {
         use std::os::fd::{FromRawFd, IntoRawFd};
         let socket = socket2::Socket::new(
             socket2::Domain::for_address(addr),
@@ -388,8 +381,11 @@ impl TcpListener {
             Some(socket2::Protocol::TCP),
         )?;
         socket.set_reuse_address(true)?;
+        if reuse_port {
+            socket.set_reuse_port(true)?;
+        }
         socket.bind(&addr.into())?;
-        socket.listen(128)?;
+        socket.listen(backlog)?;
         // SAFETY: the descriptor is a bound, listening TCP socket that we own and hand over.
         let inner = unsafe { glommio::net::TcpListener::from_raw_fd(socket.into_raw_fd()) };
         Ok(TcpListener { inner })
