@@ -20,6 +20,10 @@ use crate::util::notify::Notify;
 
 use super::Shard;
 
+/// After a change wakes the group ticker, how long it gathers further changes before it
+/// looks at every group's deadlines again.
+const REARM_COALESCE: Duration = Duration::from_millis(100);
+
 /// Records per batch when rewriting a partition's live state (keeps batches far below
 /// `message.max.bytes`: a record is at most a few KiB of offset metadata).
 const COMPACTION_BATCH_RECORDS: usize = 200;
@@ -231,8 +235,18 @@ impl Shard {
                             Some(ms) => runtime::sleep(Duration::from_millis(ms)).await,
                             None => std::future::pending().await,
                         }
+                        false
                     };
-                    futures_lite::future::or(sleep, shard.groups.rearm.notified()).await;
+                    let changed = async {
+                        shard.groups.rearm.notified().await;
+                        true
+                    };
+                    if futures_lite::future::or(sleep, changed).await {
+                        // Every call changes the state: gather a burst of them into one scan
+                        // of the groups (at most one per REARM_COALESCE under load, as the
+                        // old fixed tick; nothing at all while idle).
+                        runtime::sleep(REARM_COALESCE).await;
+                    }
                 }
                 let out = shard
                     .groups
