@@ -21,6 +21,7 @@ use ringbroker::log::offset_index::OffsetIndex;
 use ringbroker::log::{AppendOptions, Log, LogConfig};
 use ringbroker::protocol::record_batch::BatchHeader;
 use ringbroker::runtime;
+use ringbroker::util::rng::SeededRng;
 
 mod support;
 use support::{batch_of_exact_size, bench_root, serve, Driver};
@@ -47,22 +48,6 @@ fn repeated(batch: &[u8], count: usize) -> Vec<u8> {
         out.extend_from_slice(batch);
     }
     out
-}
-
-/// xorshift64*: deterministic, dependency-free random numbers.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Appends `total_batches` copies of `batch`, `per_request` at a time, then flushes.
@@ -152,8 +137,10 @@ fn random_driver() -> Driver {
         fill(&log, &batch, SMALL_BATCHES, 1000).await;
         let end = log.offsets().log_end_offset;
         assert!(log.offsets().segments >= 4, "several segments");
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-        let targets: Vec<i64> = (0..4096).map(|_| rng.below(end as u64) as i64).collect();
+        let mut rng = SeededRng::new(0x9E37_79B9_7F4A_7C15);
+        let targets: Vec<i64> = (0..4096)
+            .map(|_| (rng.next_u64() % end as u64) as i64)
+            .collect();
         let cursor = std::rc::Rc::new(std::cell::Cell::new(0usize));
         let run = |iters: u64| {
             let log = log.clone();
@@ -211,9 +198,9 @@ fn bench_index_lookup(c: &mut Criterion) {
     for i in 0..INDEX_ENTRIES {
         assert!(index.append(i * 10 + 9, (i + 1) * 4096));
     }
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut rng = SeededRng::new(0x2545_F491_4F6C_DD1D);
     let max = u64::from(INDEX_ENTRIES * 10 + 10);
-    let targets: Vec<u32> = (0..4096).map(|_| rng.below(max) as u32).collect();
+    let targets: Vec<u32> = (0..4096).map(|_| (rng.next_u64() % max) as u32).collect();
 
     let mut group = c.benchmark_group("offset_index");
     group

@@ -10,6 +10,7 @@ use super::group_state::GroupState;
 use super::subscription::encode_subscription;
 use super::GroupCoordinator;
 use crate::protocol::ResponseError;
+use crate::util::rng::SeededRng as Rng;
 
 const PARTITIONS: i32 = 4;
 const TOPIC: &str = "t";
@@ -1444,22 +1445,6 @@ fn simple_consumer_offsets_expire_by_commit_time() {
 
 const OFFSETS_CHECK_MS: i64 = super::coordinator::OFFSETS_RETENTION_CHECK_INTERVAL_MS;
 
-/// XorShift64*: a tiny seeded generator so runs are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn chance(&mut self, per_thousand: u64) -> bool {
-        self.next() % 1000 < per_thousand
-    }
-}
-
 fn check_invariants(sim: &Sim, clients: &[Client], generations: &mut HashMap<String, i32>) {
     for group in sim.coord.groups.values() {
         let last = generations
@@ -1505,7 +1490,7 @@ fn check_invariants(sim: &Sim, clients: &[Client], generations: &mut HashMap<Str
 #[test]
 fn randomized_membership_churn_keeps_invariants() {
     for seed in 1..=12u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut sim = Sim::new();
         // Appends finish a few ticks later, some fail.
         sim.hold_appends = true;
@@ -1525,8 +1510,8 @@ fn randomized_membership_churn_keeps_invariants() {
                 .filter(|&i| clients[i].phase != Phase::Gone)
                 .collect();
             if live.len() > 1 && rng.chance(10) {
-                let i = live[(rng.next() % live.len() as u64) as usize];
-                match (rng.next() % 3, clients[i].instance_id.clone()) {
+                let i = live[(rng.next_u64() % live.len() as u64) as usize];
+                match (rng.next_u64() % 3, clients[i].instance_id.clone()) {
                     (0, _) => clients[i].leave(&mut sim),
                     // A static member restarts: a new process with the same instance id.
                     (1, Some(instance)) => {
@@ -1538,7 +1523,7 @@ fn randomized_membership_churn_keeps_invariants() {
                     _ => clients[i].phase = Phase::Gone, // crash
                 }
             }
-            let ready = rng.next() % (sim.held.len() as u64 + 1);
+            let ready = rng.next_u64() % (sim.held.len() as u64 + 1);
             for append in sim.held.drain(..ready as usize).collect::<Vec<_>>() {
                 let ok = !rng.chance(50);
                 sim.complete(append, ok);

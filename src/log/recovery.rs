@@ -143,6 +143,14 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
             "log truncated during recovery"
         );
     }
+    if !clean {
+        // A crash can leave a segment whose data recovery just synced but whose directory
+        // entry never was (the flight that created it died before its directory sync): the
+        // recovery point about to cover it would then point past a file a power loss removes.
+        runtime::sync_dir(dir)
+            .await
+            .map_err(io("syncing the log directory"))?;
+    }
     checkpoint::clear_clean_shutdown(dir)
         .await
         .map_err(io("removing the clean-shutdown marker"))?;

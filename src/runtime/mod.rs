@@ -13,15 +13,17 @@
 //! the default here is small. Our file I/O is buffered (page cache), so the registered pool is
 //! only used by glommio internals.
 
+pub mod fault;
+mod file;
 pub mod stall;
+
+pub use file::{remove_file, rename, sync_dir, File};
 
 use std::future::Future;
 use std::io;
-use std::path::Path;
 use std::time::Duration;
 
 use glommio::channels::channel_mesh::{MeshBuilder, Receivers, Senders};
-use glommio::io::{BufferedFile, OpenOptions};
 use glommio::{LocalExecutorBuilder, LocalExecutorPoolBuilder, Placement, PoolPlacement};
 
 /// Registered I/O memory per executor. glommio needs at least 64 KiB. It registers this buffer
@@ -248,105 +250,6 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// A file read and written through io_uring, with the page cache (buffered I/O).
-///
-/// Buffered rather than O_DIRECT: the tail of a log is read back by consumers moments after it
-/// is written, and the page cache serves those reads from memory; appends are sequential, so
-/// the kernel's write-back is as good as our own buffering, and `fdatasync` gives durability.
-pub struct File {
-    inner: BufferedFile,
-}
-
-impl File {
-    /// Opens `path` for reading and writing, creating it if it is missing.
-    pub async fn open_or_create(path: &Path) -> io::Result<File> {
-        let inner = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .buffered_open(path)
-            .await?;
-        Ok(File { inner })
-    }
-
-    /// Opens an existing file for reading and writing.
-    pub async fn open_existing(path: &Path) -> io::Result<File> {
-        let inner = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .buffered_open(path)
-            .await?;
-        Ok(File { inner })
-    }
-
-    /// Writes all of `data` at `pos`. A short write (the device ran out of space part way) is
-    /// an error of kind `StorageFull`: the caller truncates back to what it knows is valid.
-    pub async fn write_all_at(&self, data: Vec<u8>, pos: u64) -> io::Result<()> {
-        let len = data.len();
-        if len == 0 {
-            return Ok(());
-        }
-        let written = self.inner.write_at(data, pos).await?;
-        if written < len {
-            return Err(io::Error::new(
-                io::ErrorKind::StorageFull,
-                format!("short write: {written} of {len} bytes at position {pos}"),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Reads up to `len` bytes at `pos`; fewer at the end of the file.
-    pub async fn read_at(&self, pos: u64, len: usize) -> io::Result<Vec<u8>> {
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        let result = self.inner.read_at(pos, len).await?;
-        Ok(result.to_vec())
-    }
-
-    /// Asks the kernel to start writing back the dirty pages of `[offset, offset + len)`
-    /// (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`) and returns without waiting for it.
-    /// Without this the page cache holds everything until the next fdatasync, and copying
-    /// into the cache and writing to the disk happen one after the other instead of together.
-    pub fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a plain syscall on a descriptor we own; no memory is passed.
-        let rc = unsafe {
-            libc::sync_file_range(
-                self.inner.as_raw_fd(),
-                offset as libc::off64_t,
-                len as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-
-    pub async fn fdatasync(&self) -> io::Result<()> {
-        self.inner.fdatasync().await?;
-        Ok(())
-    }
-
-    pub async fn truncate(&self, size: u64) -> io::Result<()> {
-        self.inner.truncate(size).await?;
-        Ok(())
-    }
-
-    pub async fn size(&self) -> io::Result<u64> {
-        Ok(self.inner.file_size().await?)
-    }
-
-    pub async fn close(self) -> io::Result<()> {
-        self.inner.close().await?;
-        Ok(())
-    }
-}
-
 /// A TCP connection; read and write it with the `futures_lite` I/O traits.
 pub type TcpStream = glommio::net::TcpStream;
 
@@ -483,37 +386,6 @@ impl<T> LocalReceiver<T> {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("channel closed")]
 pub struct ChannelClosed;
-
-/// Removes a file; a file that is already gone is not an error.
-pub async fn remove_file(path: &Path) -> io::Result<()> {
-    match glommio::io::remove(path).await {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let e: io::Error = e.into();
-            if e.kind() == io::ErrorKind::NotFound {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        }
-    }
-}
-
-/// Renames a file (atomically replacing `to`).
-pub async fn rename(from: &Path, to: &Path) -> io::Result<()> {
-    glommio::io::rename(from, to).await?;
-    Ok(())
-}
-
-/// Makes a directory's entries (files created, renamed or removed in it) durable.
-pub async fn sync_dir(path: &Path) -> io::Result<()> {
-    // glommio opens directories relative to nothing: make the path absolute first.
-    let path = std::path::absolute(path)?;
-    let dir = glommio::io::Directory::open(&path).await?;
-    dir.sync().await?;
-    dir.close().await?;
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

@@ -3,4 +3,5 @@ pub mod exclusive;
 pub mod local_oneshot;
 pub mod memory_budget;
 pub mod notify;
+pub mod rng;
 pub mod shutdown;
