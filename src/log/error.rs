@@ -45,6 +45,22 @@ pub enum LogError {
         #[source]
         source: io::Error,
     },
+    /// The log is offline: an fsync failed (the kernel may have dropped the unsynced pages,
+    /// so no later fsync can vouch for them) or a write failed for a reason other than a full
+    /// disk. Nothing is read, written or checkpointed until a restart recovers the log from
+    /// what is durable. KAFKA_STORAGE_ERROR.
+    #[error("the log in {dir} is offline after a storage failure: {reason}")]
+    Offline { dir: PathBuf, reason: String },
+    /// An fsync failed. Never retried: after a failed fsync Linux may have marked the dirty
+    /// pages clean, so a later successful one would vouch for data that is gone. The log goes
+    /// offline. KAFKA_STORAGE_ERROR.
+    #[error("fsync failed in {dir} while {during}: {source}")]
+    SyncFailed {
+        dir: PathBuf,
+        during: &'static str,
+        #[source]
+        source: io::Error,
+    },
     /// The log has been closed (shutdown in progress).
     #[error("the log in {0} is closed")]
     Closed(PathBuf),
@@ -86,6 +102,22 @@ impl LogError {
                 during,
                 source,
             }
+        }
+    }
+
+    /// Whether the log must go offline after this failure of a write path: every failure
+    /// except a full disk during a write (rolled back and retried once space returns). An
+    /// fsync that fails with ENOSPC is fatal too: the pages it covered may be gone.
+    pub fn takes_log_offline(&self) -> bool {
+        matches!(self, LogError::Io { .. } | LogError::SyncFailed { .. })
+    }
+
+    /// An fsync (of a file or a directory) failed, whatever the errno.
+    pub fn from_sync(dir: &std::path::Path, during: &'static str, source: io::Error) -> LogError {
+        LogError::SyncFailed {
+            dir: dir.to_path_buf(),
+            during,
+            source,
         }
     }
 
@@ -136,6 +168,19 @@ impl LogError {
                 dir: dir.clone(),
                 during,
                 source: copy_io(source),
+            },
+            LogError::SyncFailed {
+                dir,
+                during,
+                source,
+            } => LogError::SyncFailed {
+                dir: dir.clone(),
+                during,
+                source: copy_io(source),
+            },
+            LogError::Offline { dir, reason } => LogError::Offline {
+                dir: dir.clone(),
+                reason: reason.clone(),
             },
             LogError::Closed(dir) => LogError::Closed(dir.clone()),
             LogError::Busy(dir) => LogError::Busy(dir.clone()),

@@ -5,7 +5,9 @@
 //! (sparse offset → position) and `.timeindex` (timestamp → offset), plus a checkpoint and,
 //! after a clean shutdown, a marker.
 //!
-//! - [`partition_log`]: the log itself (append, read, roll, retention, truncate, flush, close)
+//! - [`partition_log`]: the log itself (open, append, flush, checkpoint, close); its other
+//!   roles in `stage.rs` (validate and assign offsets), [`read`] (fetch and timestamp
+//!   lookups), `truncate.rs` and `retention.rs`
 //! - [`commit`]: group commit, the one task that writes staged appends
 //! - [`recovery`]: loading and repairing after a crash
 //! - [`segment`], [`offset_index`], [`time_index`], [`checkpoint`]: the on-disk pieces
@@ -20,19 +22,22 @@ pub mod error;
 pub mod offset_index;
 pub mod partition_log;
 pub mod policy;
+pub mod read;
 pub mod recovery;
+mod retention;
 pub mod scan;
 pub mod segment;
 pub mod segment_read;
+mod stage;
 pub mod time_index;
+mod truncate;
 
 pub use config::LogConfig;
 pub use error::LogError;
-pub use partition_log::{
-    AppendInfo, AppendOptions, Log, LogOffsets, LogStats, ReadResult, RetentionOutcome,
-    StagedAppend,
-};
+pub use partition_log::{AppendInfo, AppendOptions, Log, LogOffsets, LogStats, StagedAppend};
+pub use read::ReadResult;
 pub use recovery::RecoveryReport;
+pub use retention::RetentionOutcome;
 
 /// The directory name Kafka gives a partition: `<topic>-<partition>`.
 pub fn partition_dir_name(topic: &str, partition: i32) -> String {

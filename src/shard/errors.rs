@@ -16,9 +16,11 @@ pub fn log_error(e: LogError) -> PartitionError {
         LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
         LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
-        LogError::DiskFull { .. } | LogError::Io { .. } | LogError::Unrecoverable { .. } => {
-            ResponseError::KafkaStorageError.code()
-        }
+        LogError::DiskFull { .. }
+        | LogError::Io { .. }
+        | LogError::SyncFailed { .. }
+        | LogError::Offline { .. }
+        | LogError::Unrecoverable { .. } => ResponseError::KafkaStorageError.code(),
         LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
     };
     PartitionError {

@@ -1,0 +1,103 @@
+//! Retention and DeleteRecords: moving the log start offset up and deleting the segments
+//! wholly below it.
+
+use super::checkpoint;
+use super::error::LogError;
+use super::partition_log::Log;
+use super::policy::{self, RetentionReason, SegmentSummary};
+use super::recovery;
+use super::segment::{Segment, SegmentPaths};
+use crate::runtime;
+
+/// What retention did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RetentionOutcome {
+    pub deleted_segments: Vec<i64>,
+    pub deleted_bytes: u64,
+    pub log_start_offset: i64,
+}
+
+impl Log {
+    /// DeleteRecords: moves the log start offset up to `offset` (at most the written end) and
+    /// deletes the segments wholly below it. Returns the new log start offset.
+    pub async fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        let checkpoint = {
+            let mut st = self.inner.state.borrow_mut();
+            if offset < 0 || offset > st.written_end {
+                return Err(LogError::OffsetOutOfRange {
+                    offset,
+                    log_start: st.log_start_offset,
+                    log_end: st.written_end,
+                });
+            }
+            if offset <= st.log_start_offset {
+                return Ok(st.log_start_offset);
+            }
+            st.log_start_offset = offset;
+            st.checkpoint()
+        };
+        checkpoint::write_checkpoint(&self.inner.dir, checkpoint)
+            .await
+            .map_err(|e| LogError::from_io(&self.inner.dir, "writing the checkpoint", e))?;
+        let outcome = self.apply_retention((self.inner.clock)()).await?;
+        Ok(outcome.log_start_offset)
+    }
+
+    /// Deletes the oldest segments that `retention.ms`, `retention.bytes` or the log start
+    /// offset put out of the log. Never deletes the active segment.
+    pub async fn apply_retention(&self, now_ms: i64) -> Result<RetentionOutcome, LogError> {
+        let (removed, checkpoint, reason) = {
+            let mut st = self.inner.state.borrow_mut();
+            let summaries: Vec<SegmentSummary> = st
+                .segments
+                .iter()
+                .map(|s| SegmentSummary {
+                    base_offset: s.base_offset,
+                    next_offset: s.next_offset,
+                    size: s.size,
+                    largest_timestamp: s.largest_timestamp(),
+                })
+                .collect();
+            let plan = policy::plan_retention(&st.config, &summaries, st.log_start_offset, now_ms);
+            // Only segments wholly written and synced may go (their data is not in flight).
+            let mut count = 0;
+            while count < plan.delete_count && st.segments[count].seal_synced {
+                count += 1;
+            }
+            let removed: Vec<Segment> = st.segments.drain(..count).collect();
+            let first_base = st.segments[0].base_offset;
+            st.log_start_offset = st.log_start_offset.max(first_base);
+            (removed, st.checkpoint(), plan.reason)
+        };
+        let mut outcome = RetentionOutcome {
+            log_start_offset: checkpoint.log_start_offset,
+            ..RetentionOutcome::default()
+        };
+        if removed.is_empty() {
+            return Ok(outcome);
+        }
+        let dir = &self.inner.dir;
+        checkpoint::write_checkpoint(dir, checkpoint)
+            .await
+            .map_err(|e| LogError::from_io(dir, "writing the checkpoint", e))?;
+        for seg in removed {
+            recovery::remove_segment_files(&SegmentPaths::new(dir, seg.base_offset))
+                .await
+                .map_err(|e| LogError::from_io(dir, "deleting a segment", e))?;
+            outcome.deleted_segments.push(seg.base_offset);
+            outcome.deleted_bytes += seg.size;
+        }
+        runtime::sync_dir(dir)
+            .await
+            .map_err(|e| LogError::from_io(dir, "syncing the log directory", e))?;
+        tracing::info!(
+            dir = %dir.display(),
+            reason = ?reason.unwrap_or(RetentionReason::LogStartOffset),
+            segments = ?outcome.deleted_segments,
+            bytes = outcome.deleted_bytes,
+            log_start = outcome.log_start_offset,
+            "retention deleted segments"
+        );
+        Ok(outcome)
+    }
+}

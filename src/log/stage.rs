@@ -1,0 +1,121 @@
+//! Staging an append: validating the batches and assigning their offsets, rolling segments
+//! as the policy says, and copying the bytes into the committer's write buffers. No I/O.
+
+use super::config::LogConfig;
+use super::error::LogError;
+use super::partition_log::{AppendInfo, AppendOptions, LogState, PendingWrite};
+use super::policy::{self, RollInputs};
+use super::segment::Segment;
+use crate::protocol::record_batch::{self, BatchHeader, TimestampType};
+
+/// Validates every batch in `records`; returns their headers.
+pub(super) fn validate_all(
+    records: &[u8],
+    config: &LogConfig,
+) -> Result<Vec<BatchHeader>, LogError> {
+    let mut headers = Vec::new();
+    let mut position = 0;
+    while position < records.len() {
+        let rest = &records[position..];
+        let header = record_batch::validate(rest)
+            .map_err(|source| LogError::InvalidBatch { position, source })?;
+        let len = header.total_len();
+        if len > config.max_message_bytes {
+            return Err(LogError::BatchTooLarge {
+                size: len,
+                max: config.max_message_bytes,
+            });
+        }
+        headers.push(header);
+        position += len;
+    }
+    if headers.is_empty() {
+        return Err(LogError::EmptyAppend);
+    }
+    Ok(headers)
+}
+
+/// Assigns offsets, rolls when needed and stages the bytes for the committer. No I/O.
+pub(super) fn stage(
+    st: &mut LogState,
+    records: &[u8],
+    headers: &[BatchHeader],
+    options: AppendOptions,
+) -> AppendInfo {
+    let now = options.now_ms;
+    let log_append_time = st.config.message_timestamp_type == TimestampType::LogAppendTime;
+    let interval = st.config.index_interval_bytes;
+    let first_offset = st.next_offset();
+    let mut record_count = 0u64;
+    let mut position_in_request = 0;
+    for header in headers {
+        let len = header.total_len();
+        let base_offset = st.next_offset();
+        let count = i64::from(header.last_offset_delta) + 1;
+        let active = st.active();
+        let roll = policy::should_roll(
+            &st.config,
+            RollInputs {
+                active_size: active.size,
+                active_base_offset: active.base_offset,
+                active_rolling_base_ms: active.rolling_base_ms,
+                batch_len: len as u64,
+                batch_last_offset: base_offset + count - 1,
+                now_ms: now,
+            },
+        );
+        if let Some(reason) = roll {
+            tracing::debug!(?reason, base_offset, "rolling segment");
+            st.active_mut().seal();
+            st.segments.push(Segment::new(base_offset, now));
+        }
+        let source = &records[position_in_request..position_in_request + len];
+        position_in_request += len;
+        let stored = BatchHeader {
+            base_offset,
+            max_timestamp: if log_append_time {
+                now
+            } else {
+                header.max_timestamp
+            },
+            ..*header
+        };
+        let active = st.active_mut();
+        let position = active.size;
+        active.record_batch(position, &stored, interval);
+        active.rolling_base_ms.get_or_insert(now);
+        active.last_modified_ms = now;
+        let segment_base = active.base_offset;
+        record_count += header.record_count.max(0) as u64;
+        // Copy the batch once, into the write buffer it goes out with, then patch it there.
+        let contiguous = st.pending.last().is_some_and(|last| {
+            last.segment_base == segment_base && last.position + last.data.len() as u64 == position
+        });
+        if !contiguous {
+            st.pending.push(PendingWrite {
+                segment_base,
+                position,
+                data: Vec::with_capacity(len),
+            });
+        }
+        let Some(write) = st.pending.last_mut() else {
+            continue;
+        };
+        let at = write.data.len();
+        write.data.extend_from_slice(source);
+        let stored_bytes = &mut write.data[at..];
+        record_batch::set_base_offset(stored_bytes, base_offset);
+        if log_append_time {
+            record_batch::set_log_append_time(stored_bytes, now);
+        }
+    }
+    st.unflushed_records += record_count;
+    st.oldest_unflushed_ms.get_or_insert(now);
+    AppendInfo {
+        base_offset: first_offset,
+        last_offset: st.next_offset() - 1,
+        log_append_time_ms: if log_append_time { now } else { -1 },
+        log_start_offset: st.log_start_offset,
+        record_count,
+    }
+}
