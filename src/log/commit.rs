@@ -100,13 +100,25 @@ pub(super) async fn run(inner: Rc<LogInner>) {
                 }
             }
             Err(error) => {
-                tracing::error!(dir = %inner.dir.display(), %error, "log write failed; rolling back to the last good state");
                 inner.state.borrow_mut().stats.failed_flights += 1;
                 let pending = {
                     let mut st = inner.state.borrow_mut();
                     st.pending.clear();
                     std::mem::take(&mut st.waiters)
                 };
+                if error.takes_log_offline() {
+                    // Nothing more is written, read or checkpointed: no rollback either (the
+                    // device is not to be trusted; recovery at the next start cuts the tail).
+                    inner.go_offline(&error);
+                    for w in waiters.into_iter().chain(pending) {
+                        w.done.send(Err(error.duplicate()));
+                    }
+                    let mut st = inner.state.borrow_mut();
+                    st.committing = false;
+                    st.wake_idle();
+                    return;
+                }
+                tracing::error!(dir = %inner.dir.display(), %error, "log write failed; rolling back to the last good state");
                 // Roll back before answering: an appender told its append failed must not
                 // find its bytes (or a segment made for them) still in the files.
                 roll_back(&inner).await;
@@ -212,6 +224,7 @@ async fn execute(
     } = flight;
     *waiters_out = waiters;
     let err = |during: &'static str| move |e| LogError::from_io(dir, during, e);
+    let sync_err = |during: &'static str| move |e| LogError::from_sync(dir, during, e);
 
     let mut created = false;
     // A new segment's files are created just before its first write, once the batches before
@@ -272,18 +285,18 @@ async fn execute(
             fsyncs += 3;
             timed_fdatasync(&files.log, dir)
                 .await
-                .map_err(err("syncing a segment"))?;
+                .map_err(sync_err("syncing a segment"))?;
             timed_fdatasync(&files.index, dir)
                 .await
-                .map_err(err("syncing an index"))?;
+                .map_err(sync_err("syncing an index"))?;
             timed_fdatasync(&files.time_index, dir)
                 .await
-                .map_err(err("syncing a time index"))?;
+                .map_err(sync_err("syncing a time index"))?;
         } else if sync {
             fsyncs += 1;
             timed_fdatasync(&files.log, dir)
                 .await
-                .map_err(err("syncing a segment"))?;
+                .map_err(sync_err("syncing a segment"))?;
         }
         written.push((
             seg.base_offset,
@@ -296,7 +309,7 @@ async fn execute(
     if created {
         runtime::sync_dir(dir)
             .await
-            .map_err(err("syncing the log directory"))?;
+            .map_err(sync_err("syncing the log directory"))?;
     }
     Ok((written, fsyncs, data_written))
 }

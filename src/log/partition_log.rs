@@ -127,6 +127,8 @@ pub(super) struct LogState {
     pub exclusive: bool,
     pub idle_waiters: Vec<local_oneshot::Sender<()>>,
     pub closed: bool,
+    /// Why the log went offline (a failed fsync, a write error other than a full disk).
+    pub offline: Option<String>,
     pub stats: LogStats,
 }
 
@@ -159,6 +161,17 @@ impl LogState {
             .saturating_sub(1)
     }
 
+    /// Fails with `Offline` once a storage failure took the log offline.
+    pub fn check_online(&self, dir: &Path) -> Result<(), LogError> {
+        match &self.offline {
+            Some(reason) => Err(LogError::Offline {
+                dir: dir.to_path_buf(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     pub fn wake_idle(&mut self) {
         for w in self.idle_waiters.drain(..) {
             w.send(());
@@ -182,6 +195,40 @@ pub(super) struct LogInner {
     pub state: RefCell<LogState>,
     pub clock: fn() -> i64,
     pub report: RecoveryReport,
+}
+
+impl LogInner {
+    /// Takes the log offline after `error` (logged loudly, once): appends, reads, flushes and
+    /// checkpoints fail with `Offline` from now on, and the recovery point stays where it
+    /// was, so that a restart recovers from what is known to be durable.
+    pub fn go_offline(&self, error: &LogError) {
+        let mut st = self.state.borrow_mut();
+        if st.offline.is_some() {
+            return;
+        }
+        tracing::error!(
+            dir = %self.dir.display(),
+            %error,
+            recovery_point = st.recovery_point,
+            "storage failure: the partition log is offline (KAFKA_STORAGE_ERROR) until the broker restarts and recovers it from what is durable"
+        );
+        st.offline = Some(error.to_string());
+        st.wake_idle();
+    }
+
+    /// Runs a write-path step; a failure that is not a full disk takes the log offline.
+    pub async fn guard<T>(
+        &self,
+        step: impl std::future::Future<Output = Result<T, LogError>>,
+    ) -> Result<T, LogError> {
+        let result = step.await;
+        if let Err(e) = &result {
+            if e.takes_log_offline() {
+                self.go_offline(e);
+            }
+        }
+        result
+    }
 }
 
 /// A partition log. Clone it to share it between the tasks of its shard.
@@ -246,6 +293,7 @@ impl Log {
             exclusive: false,
             idle_waiters: Vec::new(),
             closed: false,
+            offline: None,
             stats: LogStats::default(),
         };
         let log = Log {
@@ -270,6 +318,11 @@ impl Log {
     /// What loading found (clean or not, what was scanned or cut).
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.inner.report
+    }
+
+    /// Why the log is offline, if it is (see [`LogError::Offline`]).
+    pub fn offline_reason(&self) -> Option<String> {
+        self.inner.state.borrow().offline.clone()
     }
 
     pub fn config(&self) -> LogConfig {
@@ -328,6 +381,7 @@ impl Log {
                 if st.closed {
                     return Err(LogError::Closed(self.inner.dir.clone()));
                 }
+                st.check_online(&self.inner.dir)?;
                 if st.exclusive {
                     let (tx, rx) = local_oneshot::channel();
                     st.idle_waiters.push(tx);
@@ -359,6 +413,7 @@ impl Log {
             if st.closed {
                 return Err(LogError::Closed(self.inner.dir.clone()));
             }
+            st.check_online(&self.inner.dir)?;
             if st.exclusive {
                 return Err(LogError::Busy(self.inner.dir.clone()));
             }
@@ -401,6 +456,7 @@ impl Log {
             if st.closed {
                 return Err(LogError::Closed(self.inner.dir.clone()));
             }
+            st.check_online(&self.inner.dir)?;
             if st.recovery_point >= st.next_offset() && st.pending.is_empty() {
                 return Ok(());
             }
@@ -444,24 +500,55 @@ impl Log {
 
     /// Writes the checkpoint (recovery point, log start) so that a crash rescans less.
     pub async fn checkpoint(&self) -> Result<(), LogError> {
-        let cp = self.inner.state.borrow().checkpoint();
+        let cp = {
+            let st = self.inner.state.borrow();
+            st.check_online(&self.inner.dir)?;
+            st.checkpoint()
+        };
         checkpoint::write_checkpoint(&self.inner.dir, cp)
             .await
             .map_err(|e| LogError::from_io(&self.inner.dir, "writing the checkpoint", e))
     }
 
     /// Clean shutdown: waits for staged appends, syncs everything, writes the checkpoint and
-    /// the clean-shutdown marker. Appends fail with `Closed` from now on.
+    /// the clean-shutdown marker. Appends fail with `Closed` from now on. An offline log only
+    /// closes its files (no sync, no checkpoint, no marker: the next open recovers it) and
+    /// says why it is offline.
     pub async fn close(&self) -> Result<(), LogError> {
         if self.inner.state.borrow().closed {
             return Ok(());
         }
         self.acquire_exclusive().await?;
         self.inner.state.borrow_mut().closed = true;
+        let synced = match self.inner.state.borrow().check_online(&self.inner.dir) {
+            Ok(()) => None,
+            Err(offline) => Some(Err(offline)),
+        };
+        let synced = match synced {
+            Some(offline) => offline,
+            None => self.inner.guard(self.sync_for_close()).await,
+        };
+        // A full disk leaves the log half closed: its files stay open, so what is there still
+        // reads back, and the next open recovers the rest.
+        if matches!(synced, Err(LogError::DiskFull { .. })) {
+            return synced;
+        }
+        let closed = self.close_files().await;
+        self.release_exclusive();
+        synced.and(closed)
+    }
+
+    /// What a clean close makes durable: unsynced segments and their index tails, then the
+    /// checkpoint at the log end and the clean-shutdown marker.
+    async fn sync_for_close(&self) -> Result<(), LogError> {
         let dir = self.inner.dir.clone();
         let io = |during: &'static str| {
             let dir = dir.clone();
             move |e| LogError::from_io(&dir, during, e)
+        };
+        let sync = |during: &'static str| {
+            let dir = dir.clone();
+            move |e| LogError::from_sync(&dir, during, e)
         };
         let to_sync: Vec<(Rc<SegmentFiles>, IndexTail, IndexTail)> = {
             let st = self.inner.state.borrow();
@@ -490,9 +577,21 @@ impl Log {
                     .await
                     .map_err(io("writing a time index"))?;
             }
-            files.log.fdatasync().await.map_err(io("syncing"))?;
-            files.index.fdatasync().await.map_err(io("syncing"))?;
-            files.time_index.fdatasync().await.map_err(io("syncing"))?;
+            files
+                .log
+                .fdatasync()
+                .await
+                .map_err(sync("syncing a segment"))?;
+            files
+                .index
+                .fdatasync()
+                .await
+                .map_err(sync("syncing an index"))?;
+            files
+                .time_index
+                .fdatasync()
+                .await
+                .map_err(sync("syncing a time index"))?;
         }
         let cp = {
             let mut st = self.inner.state.borrow_mut();
@@ -508,9 +607,12 @@ impl Log {
             .map_err(io("writing the checkpoint"))?;
         checkpoint::write_clean_shutdown(&dir)
             .await
-            .map_err(io("writing the clean-shutdown marker"))?;
-        // Close the files now rather than when the last handle drops: glommio closes dropped
-        // files lazily, and an executor that stops right after would leak the descriptors.
+            .map_err(io("writing the clean-shutdown marker"))
+    }
+
+    /// Closes the segment files now rather than when the last handle drops: glommio closes
+    /// dropped files lazily, and an executor that stops right after would leak descriptors.
+    async fn close_files(&self) -> Result<(), LogError> {
         let files: Vec<Rc<SegmentFiles>> = {
             let mut st = self.inner.state.borrow_mut();
             st.segments
@@ -521,10 +623,11 @@ impl Log {
         for f in files {
             // A reader still holding the files closes them when it drops its handle.
             if let Ok(f) = Rc::try_unwrap(f) {
-                f.close().await.map_err(io("closing segment files"))?;
+                f.close()
+                    .await
+                    .map_err(|e| LogError::from_io(&self.inner.dir, "closing segment files", e))?;
             }
         }
-        self.release_exclusive();
         Ok(())
     }
 

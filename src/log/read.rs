@@ -50,6 +50,7 @@ impl Log {
         let nothing_fits = max_bytes == 0 && !whole_first;
         let (candidates, log_start, end, interval) = {
             let st = self.inner.state.borrow();
+            st.check_online(&self.inner.dir)?;
             let end = upper_bound.map_or(st.written_end, |u| u.min(st.written_end));
             if offset < st.log_start_offset || offset > st.written_end {
                 return Err(LogError::OffsetOutOfRange {
@@ -135,6 +136,7 @@ impl Log {
     ) -> Result<Option<(i64, i64)>, LogError> {
         let (target, log_start, end) = {
             let st = self.inner.state.borrow();
+            st.check_online(&self.inner.dir)?;
             let end = st.written_end;
             let seg = st
                 .segments

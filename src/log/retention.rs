@@ -23,6 +23,7 @@ impl Log {
     pub async fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
         let checkpoint = {
             let mut st = self.inner.state.borrow_mut();
+            st.check_online(&self.inner.dir)?;
             if offset < 0 || offset > st.written_end {
                 return Err(LogError::OffsetOutOfRange {
                     offset,
@@ -48,6 +49,7 @@ impl Log {
     pub async fn apply_retention(&self, now_ms: i64) -> Result<RetentionOutcome, LogError> {
         let (removed, checkpoint, reason) = {
             let mut st = self.inner.state.borrow_mut();
+            st.check_online(&self.inner.dir)?;
             let summaries: Vec<SegmentSummary> = st
                 .segments
                 .iter()
@@ -87,9 +89,13 @@ impl Log {
             outcome.deleted_segments.push(seg.base_offset);
             outcome.deleted_bytes += seg.size;
         }
-        runtime::sync_dir(dir)
+        let synced = runtime::sync_dir(dir)
             .await
-            .map_err(|e| LogError::from_io(dir, "syncing the log directory", e))?;
+            .map_err(|e| LogError::from_sync(dir, "syncing the log directory", e));
+        if let Err(e) = synced {
+            self.inner.go_offline(&e);
+            return Err(e);
+        }
         tracing::info!(
             dir = %dir.display(),
             reason = ?reason.unwrap_or(RetentionReason::LogStartOffset),

@@ -16,7 +16,11 @@ impl Log {
     /// appends to be written first.
     pub async fn truncate_to(&self, offset: i64) -> Result<i64, LogError> {
         self.acquire_exclusive().await?;
-        let result = self.truncate_exclusive(offset).await;
+        let online = self.inner.state.borrow().check_online(&self.inner.dir);
+        let result = match online {
+            Ok(()) => self.inner.guard(self.truncate_exclusive(offset)).await,
+            Err(offline) => Err(offline),
+        };
         self.release_exclusive();
         result
     }
@@ -83,7 +87,11 @@ impl Log {
             recovery::write_index_files(&mut rebuilt, files)
                 .await
                 .map_err(io("rewriting indexes"))?;
-            files.log.fdatasync().await.map_err(io("syncing"))?;
+            files
+                .log
+                .fdatasync()
+                .await
+                .map_err(|e| LogError::from_sync(&dir, "syncing a truncated segment", e))?;
         }
         if rebuilt.size > 0 {
             rebuilt.rolling_base_ms = Some((self.inner.clock)());
