@@ -12,6 +12,9 @@ use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;
+use crate::shard::metadata::TopicMetadata;
+use crate::shard::offline::OfflineNotice;
+use crate::shard::Shard;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: CreateTopicsRequest = req.decode()?;
@@ -65,7 +68,17 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 if let Some(t) = meta.topic(&name).filter(|_| req.version() >= 7) {
                     result.topic_id = t.id;
                 }
-                if !request.validate_only {
+                let offline = match meta.topic(&name).filter(|_| !request.validate_only) {
+                    Some(t) => offline_partitions(shard, t),
+                    None => Vec::new(),
+                };
+                if let Some(message) = offline_message(&name, &offline) {
+                    // The topic exists, but not all of it can be served: say so, as Kafka
+                    // does when a replica cannot create its log.
+                    tracing::error!(topic = %name, partitions, "created topic, but some partitions are offline: {message}");
+                    result.error_code = ResponseError::KafkaStorageError.code();
+                    result.error_message = Some(str_bytes(message));
+                } else if !request.validate_only {
                     tracing::info!(topic = %name, partitions, "created topic");
                 }
             }
@@ -81,4 +94,24 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let mut response = CreateTopicsResponse::default();
     response.topics = results;
     req.encode(&response)
+}
+
+/// The partitions of a just-created topic that went offline (the owning shards told every
+/// shard before the change was acknowledged).
+fn offline_partitions(shard: &Shard, topic: &TopicMetadata) -> Vec<OfflineNotice> {
+    (0..topic.partitions.len() as i32)
+        .filter_map(|i| shard.offline_notice(&topic.name, topic.id, i))
+        .collect()
+}
+
+/// The error message naming the partitions that could not be opened, if any.
+fn offline_message(name: &str, offline: &[OfflineNotice]) -> Option<String> {
+    let first = offline.first()?;
+    let list: Vec<String> = offline.iter().map(|n| n.index.to_string()).collect();
+    Some(format!(
+        "topic '{name}' was created but partition(s) {} could not be opened and are offline (KAFKA_STORAGE_ERROR); partition {}: {}",
+        list.join(", "),
+        first.index,
+        first.reason
+    ))
 }
