@@ -135,6 +135,17 @@ fn create_topics_reports_partitions_that_cannot_be_opened() {
     let codes: Vec<i16> = parts.iter().map(|p| p.error_code).collect();
     assert_eq!(codes, vec![NONE, LEADER_NOT_AVAILABLE, NONE]);
 
+    // Deleting the topic forgets the offline partition; a new topic of the name is whole.
+    let (code, _) = c.delete_topic(Some("new"), uuid::Uuid::nil());
+    assert_eq!(code, NONE);
+    assert!(
+        !broker.data_dir().join("new-1").exists(),
+        "renamed for deletion"
+    );
+    c.create_topic("new", 3, &[]);
+    for p in 0..3 {
+        assert_eq!(c.produce("new", p, 1, 10), (NONE, 0), "partition {p}");
+    }
     drop(c);
     broker.stop_cleanly();
 }

@@ -19,6 +19,7 @@ pub mod metrics_report;
 pub mod offline;
 mod open_logs;
 pub mod partition;
+pub mod partition_dirs;
 pub mod producer_ids;
 pub mod recovery_summary;
 
@@ -132,6 +133,10 @@ impl Shard {
             produce_memory,
         });
         let meta = shard.metadata();
+        if id == 0 {
+            // Before any shard opens a log: what a crash left of deleted partitions.
+            partition_dirs::sweep(&shard.config.data_dir, &meta).await;
+        }
         // The offline ones are told to the other shards once the mesh is served
         // (`publish_offline_partitions`).
         let (mut recovery, _offline) = shard.open_owned_logs(&meta).await;

@@ -19,6 +19,7 @@ use super::errors::error_result;
 use super::messages::{PartitionOp, PartitionResult, ShardReply, ShardRequest};
 use super::metadata::ClusterMetadata;
 use super::partition::Partition;
+use super::partition_dirs::PartitionDirError;
 use super::{PartitionKey, Shard};
 use crate::log::LogError;
 use crate::protocol::ResponseError;
@@ -30,6 +31,8 @@ pub enum OfflineCause {
     Open(#[source] LogError),
     #[error("its producer state cannot be loaded: {0}")]
     Producers(#[source] LogError),
+    #[error(transparent)]
+    Dir(#[from] PartitionDirError),
     /// The log failed while serving (e.g. an fsync error: what was written may be lost).
     #[error("its log failed: {0}")]
     Failed(#[source] LogError),

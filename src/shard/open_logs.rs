@@ -2,9 +2,12 @@
 //! that cannot open goes offline, the others still open), topic configs are applied, and
 //! partitions that are gone are closed and their directories renamed for deletion.
 
+use std::io;
+
 use super::metadata::{self, ClusterMetadata, TopicMetadata};
 use super::offline::{OfflineCause, OfflineNotice, OfflinePartition};
 use super::partition::Partition;
+use super::partition_dirs::{self, Aside, PartitionDirError};
 use super::recovery_summary::RecoverySummary;
 use super::{PartitionKey, Shard};
 use crate::config::topic_log_config;
@@ -83,7 +86,7 @@ impl Shard {
         }
     }
 
-    /// Opens one partition's log and loads its producer state.
+    /// Opens one partition's log after checking that its directory belongs to this topic.
     async fn open_partition(
         &self,
         topic: &TopicMetadata,
@@ -91,6 +94,21 @@ impl Shard {
         log_config: LogConfig,
     ) -> Result<(Partition, ProducerLoad), OfflineCause> {
         let dir = self.partition_dir(&topic.name, index);
+        match partition_dirs::read_topic_id(&dir).await? {
+            Some(id) if id == topic.id => {}
+            found => {
+                if let Some(other) = found {
+                    // Another incarnation of the topic (deleted, then created again, with a
+                    // crash in between): never serve its data as this one's.
+                    let aside =
+                        partition_dirs::rename_aside(&dir, &topic.name, index, Aside::Stray)
+                            .await?;
+                    tracing::warn!(topic = %topic.name, partition = index, found_topic_id = %other, topic_id = %topic.id, moved_to = %aside.display(), "a partition directory of another topic with this name was set aside; the partition starts empty");
+                }
+                // New, set aside, or written before the file existed (upgrade): this topic's.
+                partition_dirs::write_topic_id(&dir, topic.id).await?;
+            }
+        }
         let log = Log::open(&dir, log_config)
             .await
             .map_err(OfflineCause::Open)?;
@@ -125,13 +143,17 @@ impl Shard {
         }
     }
 
-    /// Deletes a deleted partition's directory, off the reactor: a big partition is many
-    /// files to unlink.
+    /// Renames a deleted partition's directory to `-delete` (durably) and removes it in the
+    /// background: from the rename on, nothing can load it as a partition again.
     async fn delete_partition_dir(&self, topic: &str, index: i32) {
         let dir = self.partition_dir(topic, index);
-        let removing = dir.clone();
-        if let Err(e) = runtime::spawn_blocking(move || std::fs::remove_dir_all(removing)).await {
-            tracing::warn!(topic, partition = index, dir = %dir.display(), error = %e, "could not delete a deleted partition's directory");
+        match partition_dirs::rename_aside(&dir, topic, index, Aside::Delete).await {
+            Ok(aside) => partition_dirs::remove_in_background(aside),
+            Err(PartitionDirError::Rename { source, .. })
+                if source.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::error!(topic, partition = index, dir = %dir.display(), error = %e, "cannot rename a deleted partition's directory for deletion; the next start sets it aside");
+            }
         }
     }
 }
