@@ -10,7 +10,7 @@ use kafka_protocol::messages::alter_configs_response::AlterConfigsResponse;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::create_partitions_request::{
-    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
+    CreatePartitionsRequest, CreatePartitionsTopic,
 };
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsResponse;
 use kafka_protocol::messages::delete_records_request::{
@@ -151,38 +151,6 @@ impl AdminClient {
         req.resources = vec![r];
         let resp: AlterConfigsResponse = self.call(ApiKey::AlterConfigs, 2, &req);
         let r = &resp.responses[0];
-        (
-            r.error_code,
-            r.error_message.as_ref().map(|m| m.to_string()),
-        )
-    }
-
-    fn create_partitions(
-        &mut self,
-        topic: &str,
-        count: i32,
-        assignments: Option<Vec<Vec<i32>>>,
-        validate_only: bool,
-    ) -> (i16, Option<String>) {
-        let mut t = CreatePartitionsTopic::default();
-        t.name = topic_name(topic);
-        t.count = count;
-        t.assignments = assignments.map(|a| {
-            a.into_iter()
-                .map(|ids| {
-                    let mut x = CreatePartitionsAssignment::default();
-                    x.broker_ids = ids.into_iter().map(BrokerId).collect();
-                    x
-                })
-                .collect()
-        });
-        let mut req = CreatePartitionsRequest::default();
-        req.topics = vec![t];
-        req.timeout_ms = 5000;
-        req.validate_only = validate_only;
-        let resp: CreatePartitionsResponse = self.call(ApiKey::CreatePartitions, 3, &req);
-        let r = &resp.results[0];
-        assert_eq!(r.name.0.as_str(), topic);
         (
             r.error_code,
             r.error_message.as_ref().map(|m| m.to_string()),

@@ -135,6 +135,21 @@ fn create_topics_reports_partitions_that_cannot_be_opened() {
     let codes: Vec<i16> = parts.iter().map(|p| p.error_code).collect();
     assert_eq!(codes, vec![NONE, LEADER_NOT_AVAILABLE, NONE]);
 
+    // CreatePartitions says so too.
+    std::fs::write(broker.data_dir().join("new-4"), b"not a directory").expect("write");
+    let (code, message) = c.create_partitions("new", 5, None, false);
+    let message = message.unwrap_or_default();
+    assert_eq!(code, KAFKA_STORAGE_ERROR, "{message}");
+    assert!(
+        message.contains("partition(s) 4 could not be opened"),
+        "{message}"
+    );
+    assert_eq!(
+        c.produce("new", 3, 1, 10),
+        (NONE, 0),
+        "the other new partition"
+    );
+
     // Deleting the topic forgets the offline partition; a new topic of the name is whole.
     let (code, _) = c.delete_topic(Some("new"), uuid::Uuid::nil());
     assert_eq!(code, NONE);
@@ -142,8 +157,8 @@ fn create_topics_reports_partitions_that_cannot_be_opened() {
         !broker.data_dir().join("new-1").exists(),
         "renamed for deletion"
     );
-    c.create_topic("new", 3, &[]);
-    for p in 0..3 {
+    c.create_topic("new", 5, &[]);
+    for p in 0..5 {
         assert_eq!(c.produce("new", p, 1, 10), (NONE, 0), "partition {p}");
     }
     drop(c);

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::errors::error_result;
 use super::messages::{PartitionOp, PartitionResult, ShardReply, ShardRequest};
-use super::metadata::ClusterMetadata;
+use super::metadata::{ClusterMetadata, TopicMetadata};
 use super::partition::Partition;
 use super::partition_dirs::PartitionDirError;
 use super::{PartitionKey, Shard};
@@ -69,6 +69,19 @@ pub struct OfflineNotice {
     pub reason: String,
 }
 
+/// The error message for partitions of `topic` that were just created but could not be
+/// opened, naming them and the first one's cause; `None` if there are none.
+pub fn could_not_open_message(topic: &str, offline: &[OfflineNotice]) -> Option<String> {
+    let first = offline.first()?;
+    let list: Vec<String> = offline.iter().map(|n| n.index.to_string()).collect();
+    Some(format!(
+        "topic '{topic}': partition(s) {} could not be opened and are offline (KAFKA_STORAGE_ERROR); partition {}: {}",
+        list.join(", "),
+        first.index,
+        first.reason
+    ))
+}
+
 /// A partition of this shard, as requests find it.
 pub enum PartitionState {
     Online(Rc<Partition>),
@@ -111,6 +124,15 @@ impl Shard {
             .get(&(topic.to_string(), index))
             .filter(|n| n.topic_id == topic_id)
             .cloned()
+    }
+
+    /// The partitions of `topic` from `first` on that are offline, on any shard (after a
+    /// CreateTopics or CreatePartitions: the owners told every shard before it was
+    /// acknowledged).
+    pub fn offline_partitions_of(&self, topic: &TopicMetadata, first: i32) -> Vec<OfflineNotice> {
+        (first..topic.partitions.len() as i32)
+            .filter_map(|i| self.offline_notice(&topic.name, topic.id, i))
+            .collect()
     }
 
     /// Offline partitions this shard owns.

@@ -10,6 +10,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
+};
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsResponse;
 use kafka_protocol::messages::create_topics_request::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
@@ -486,6 +490,39 @@ impl Client {
         let resp: DeleteTopicsResponse = self.call(ApiKey::DeleteTopics, 6, &req);
         let r = &resp.responses[0];
         (r.error_code, r.name.as_ref().map(|n| n.0.to_string()))
+    }
+
+    /// CreatePartitions v3 for one topic: (error code, error message).
+    pub fn create_partitions(
+        &mut self,
+        topic: &str,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+    ) -> (i16, Option<String>) {
+        let mut t = CreatePartitionsTopic::default();
+        t.name = topic_name(topic);
+        t.count = count;
+        t.assignments = assignments.map(|a| {
+            a.into_iter()
+                .map(|ids| {
+                    let mut x = CreatePartitionsAssignment::default();
+                    x.broker_ids = ids.into_iter().map(BrokerId).collect();
+                    x
+                })
+                .collect()
+        });
+        let mut req = CreatePartitionsRequest::default();
+        req.topics = vec![t];
+        req.timeout_ms = 5000;
+        req.validate_only = validate_only;
+        let resp: CreatePartitionsResponse = self.call(ApiKey::CreatePartitions, 3, &req);
+        let r = &resp.results[0];
+        assert_eq!(r.name.0.as_str(), topic);
+        (
+            r.error_code,
+            r.error_message.as_ref().map(|m| m.to_string()),
+        )
     }
 
     /// Sends a request without waiting; returns its correlation id.

@@ -12,9 +12,7 @@ use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;
-use crate::shard::metadata::TopicMetadata;
-use crate::shard::offline::OfflineNotice;
-use crate::shard::Shard;
+use crate::shard::offline::could_not_open_message;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: CreateTopicsRequest = req.decode()?;
@@ -69,10 +67,10 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     result.topic_id = t.id;
                 }
                 let offline = match meta.topic(&name).filter(|_| !request.validate_only) {
-                    Some(t) => offline_partitions(shard, t),
+                    Some(t) => shard.offline_partitions_of(t, 0),
                     None => Vec::new(),
                 };
-                if let Some(message) = offline_message(&name, &offline) {
+                if let Some(message) = could_not_open_message(&name, &offline) {
                     // The topic exists, but not all of it can be served: say so, as Kafka
                     // does when a replica cannot create its log.
                     tracing::error!(topic = %name, partitions, "created topic, but some partitions are offline: {message}");
@@ -94,24 +92,4 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let mut response = CreateTopicsResponse::default();
     response.topics = results;
     req.encode(&response)
-}
-
-/// The partitions of a just-created topic that went offline (the owning shards told every
-/// shard before the change was acknowledged).
-fn offline_partitions(shard: &Shard, topic: &TopicMetadata) -> Vec<OfflineNotice> {
-    (0..topic.partitions.len() as i32)
-        .filter_map(|i| shard.offline_notice(&topic.name, topic.id, i))
-        .collect()
-}
-
-/// The error message naming the partitions that could not be opened, if any.
-fn offline_message(name: &str, offline: &[OfflineNotice]) -> Option<String> {
-    let first = offline.first()?;
-    let list: Vec<String> = offline.iter().map(|n| n.index.to_string()).collect();
-    Some(format!(
-        "topic '{name}' was created but partition(s) {} could not be opened and are offline (KAFKA_STORAGE_ERROR); partition {}: {}",
-        list.join(", "),
-        first.index,
-        first.reason
-    ))
 }
