@@ -10,14 +10,14 @@ use kafka_protocol::messages::alter_configs_response::AlterConfigsResponse;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::create_partitions_request::{
-    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
+    CreatePartitionsRequest, CreatePartitionsTopic,
 };
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsResponse;
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic,
 };
 use kafka_protocol::messages::delete_records_response::DeleteRecordsResponse;
-use kafka_protocol::messages::delete_topics_request::{DeleteTopicState, DeleteTopicsRequest};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicsRequest;
 use kafka_protocol::messages::delete_topics_response::DeleteTopicsResponse;
 use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterResponse;
@@ -27,21 +27,12 @@ use kafka_protocol::messages::describe_configs_request::{
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
 };
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
-use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     self, IncrementalAlterConfigsRequest,
 };
 use kafka_protocol::messages::incremental_alter_configs_response::IncrementalAlterConfigsResponse;
-use kafka_protocol::messages::list_offsets_request::{
-    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
-};
-use kafka_protocol::messages::list_offsets_response::ListOffsetsResponse;
-use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
-use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId};
 use kafka_protocol::ResponseError;
-use ringbroker::protocol::batch_builder::BatchBuilder;
 
 mod broker;
 use broker::{s, topic_name, Broker, Client};
@@ -82,18 +73,6 @@ impl std::ops::DerefMut for AdminClient {
 }
 
 impl AdminClient {
-    /// Metadata v12 for one topic: (error code, partition count, topic id).
-    fn topic_metadata(&mut self, name: &str) -> (i16, usize, Uuid) {
-        let mut t = MetadataRequestTopic::default();
-        t.name = Some(topic_name(name));
-        let mut req = MetadataRequest::default();
-        req.topics = Some(vec![t]);
-        req.allow_auto_topic_creation = false;
-        let resp: MetadataResponse = self.call(ApiKey::Metadata, 12, &req);
-        let t = &resp.topics[0];
-        (t.error_code, t.partitions.len(), t.topic_id)
-    }
-
     fn describe_configs(
         &mut self,
         version: i16,
@@ -176,124 +155,6 @@ impl AdminClient {
             r.error_code,
             r.error_message.as_ref().map(|m| m.to_string()),
         )
-    }
-
-    fn create_partitions(
-        &mut self,
-        topic: &str,
-        count: i32,
-        assignments: Option<Vec<Vec<i32>>>,
-        validate_only: bool,
-    ) -> (i16, Option<String>) {
-        let mut t = CreatePartitionsTopic::default();
-        t.name = topic_name(topic);
-        t.count = count;
-        t.assignments = assignments.map(|a| {
-            a.into_iter()
-                .map(|ids| {
-                    let mut x = CreatePartitionsAssignment::default();
-                    x.broker_ids = ids.into_iter().map(BrokerId).collect();
-                    x
-                })
-                .collect()
-        });
-        let mut req = CreatePartitionsRequest::default();
-        req.topics = vec![t];
-        req.timeout_ms = 5000;
-        req.validate_only = validate_only;
-        let resp: CreatePartitionsResponse = self.call(ApiKey::CreatePartitions, 3, &req);
-        let r = &resp.results[0];
-        assert_eq!(r.name.0.as_str(), topic);
-        (
-            r.error_code,
-            r.error_message.as_ref().map(|m| m.to_string()),
-        )
-    }
-
-    /// Produce v7, acks=all: one batch of `count` records; returns (error code, base offset).
-    fn produce(
-        &mut self,
-        topic: &str,
-        partition: i32,
-        count: usize,
-        value_len: usize,
-    ) -> (i16, i64) {
-        let mut b = BatchBuilder::new(1_700_000_000_000);
-        let value = vec![b'v'; value_len];
-        for i in 0..count {
-            b.push(None, Some(&value), 1_700_000_000_000 + i as i64, &[]);
-        }
-        self.produce_records(7, -1, topic, partition, b.build())
-    }
-
-    /// DeleteRecords v2 on one partition: (error code, low watermark).
-    fn delete_records(&mut self, topic: &str, partition: i32, offset: i64) -> (i16, i64) {
-        let mut p = DeleteRecordsPartition::default();
-        p.partition_index = partition;
-        p.offset = offset;
-        let mut t = DeleteRecordsTopic::default();
-        t.name = topic_name(topic);
-        t.partitions = vec![p];
-        let mut req = DeleteRecordsRequest::default();
-        req.topics = vec![t];
-        req.timeout_ms = 5000;
-        let resp: DeleteRecordsResponse = self.call(ApiKey::DeleteRecords, 2, &req);
-        let r = &resp.topics[0].partitions[0];
-        assert_eq!(r.partition_index, partition);
-        (r.error_code, r.low_watermark)
-    }
-
-    /// ListOffsets v7: (error code, offset).
-    fn list_offset(&mut self, topic: &str, partition: i32, timestamp: i64) -> (i16, i64) {
-        let mut p = ListOffsetsPartition::default();
-        p.partition_index = partition;
-        p.timestamp = timestamp;
-        let mut t = ListOffsetsTopic::default();
-        t.name = topic_name(topic);
-        t.partitions = vec![p];
-        let mut req = ListOffsetsRequest::default();
-        req.replica_id = BrokerId(-1);
-        req.topics = vec![t];
-        let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, 7, &req);
-        let r = &resp.topics[0].partitions[0];
-        (r.error_code, r.offset)
-    }
-
-    /// Fetch v11: (error code, log start offset, high watermark, bytes of records).
-    fn fetch(&mut self, topic: &str, partition: i32, offset: i64) -> (i16, i64, i64, usize) {
-        let mut p = FetchPartition::default();
-        p.partition = partition;
-        p.fetch_offset = offset;
-        p.partition_max_bytes = 1 << 20;
-        let mut t = FetchTopic::default();
-        t.topic = topic_name(topic);
-        t.partitions = vec![p];
-        let mut req = FetchRequest::default();
-        req.max_wait_ms = 100;
-        req.min_bytes = 1;
-        req.max_bytes = 1 << 20;
-        req.topics = vec![t];
-        let resp: FetchResponse = self.call(ApiKey::Fetch, 11, &req);
-        let r = &resp.responses[0].partitions[0];
-        (
-            r.error_code,
-            r.log_start_offset,
-            r.high_watermark,
-            r.records.as_ref().map_or(0, |r| r.len()),
-        )
-    }
-
-    /// DeleteTopics v6 by name or id: (error code, name in the answer).
-    fn delete_topic(&mut self, name: Option<&str>, id: Uuid) -> (i16, Option<String>) {
-        let mut t = DeleteTopicState::default();
-        t.name = name.map(topic_name);
-        t.topic_id = id;
-        let mut req = DeleteTopicsRequest::default();
-        req.topics = vec![t];
-        req.timeout_ms = 5000;
-        let resp: DeleteTopicsResponse = self.call(ApiKey::DeleteTopics, 6, &req);
-        let r = &resp.responses[0];
-        (r.error_code, r.name.as_ref().map(|n| n.0.to_string()))
     }
 }
 

@@ -218,7 +218,13 @@ pub fn render(shards: &[ShardMetrics]) -> String {
     ];
     out.per_shard(shards, &produce_memory);
 
-    let stalls: [(&str, &str, &str, ShardValue); 2] = [
+    let health: [(&str, &str, &str, ShardValue); 3] = [
+        (
+            "ringbroker_offline_partitions",
+            "gauge",
+            "Partitions the shard owns but cannot serve: their log failed to open or failed while serving (KAFKA_STORAGE_ERROR).",
+            |s| s.offline_partitions as f64,
+        ),
         (
             "ringbroker_reactor_stall_longest_seconds",
             "gauge",
@@ -232,7 +238,7 @@ pub fn render(shards: &[ShardMetrics]) -> String {
             |s| s.stalls.over_threshold as f64,
         ),
     ];
-    out.per_shard(shards, &stalls);
+    out.per_shard(shards, &health);
 
     type PartitionValue = fn(&PartitionStats) -> f64;
     let partition_gauges: [(&str, &str, &str, PartitionValue); 7] = [
@@ -476,6 +482,7 @@ mod tests {
                 longest: Duration::from_millis(150 * (id as u64 + 1)),
                 over_threshold: 2,
             },
+            offline_partitions: id,
         }
     }
 
@@ -549,6 +556,7 @@ mod tests {
             0.3
         );
         assert_eq!(find(r#"ringbroker_reactor_stalls_total{shard="0"}"#), 2.0);
+        assert_eq!(find(r#"ringbroker_offline_partitions{shard="1"}"#), 1.0);
         assert_eq!(
             find(r#"ringbroker_produce_memory_limit_bytes{shard="0"}"#),
             8388608.0

@@ -17,6 +17,8 @@ pub struct ShardMetrics {
     pub produce_memory: MemoryBudgetStats,
     /// The shard thread's longest poll and how many passed the stall threshold.
     pub stalls: StallStats,
+    /// Partitions this shard owns but cannot serve (their log failed).
+    pub offline_partitions: usize,
 }
 
 /// Offsets and sizes of one partition log.

@@ -121,6 +121,7 @@ mod tests {
             group_offsets: Vec::new(),
             produce_memory: Default::default(),
             stalls: Default::default(),
+            offline_partitions: 0,
         }
     }
 

@@ -303,6 +303,7 @@ async fn shard_main(
     let (shard, inboxes, recovery) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
     ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);
+    shard.publish_offline_partitions().await;
     shard.ensure_offsets_topic().await;
     let listener =
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;

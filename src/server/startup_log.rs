@@ -85,6 +85,7 @@ impl StartupInfo {
             segment_bytes = self.segment_bytes,
             slow_fsync_warn_ms = self.slow_fsync_warn_ms,
             partitions = r.partitions,
+            offline_partitions = r.offline_partitions,
             segments = r.segments,
             log_bytes = r.bytes,
             unclean_logs = r.unclean_logs,

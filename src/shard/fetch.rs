@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::log::LogError;
 
-use super::errors::{log_error, unknown_partition_result};
+use super::errors::log_error;
 use super::fetch_budget::{FetchBudget, ReadLimit};
 use super::messages::{FetchedData, PartitionError, PartitionOp, PartitionResult};
 use super::partition::Partition;
@@ -23,20 +23,22 @@ impl Shard {
         let mut results = Vec::with_capacity(ops.len());
         for op in ops {
             let PartitionOp::Fetch {
-                topic,
-                partition,
                 offset,
                 max_bytes,
                 known_end,
+                ..
             } = &op
             else {
                 // Only fetches are budgeted; anything else runs as usual.
                 results.push(self.execute_local(op).await);
                 continue;
             };
-            let Some(p) = self.partition(topic, *partition) else {
-                results.push(unknown_partition_result(&op));
-                continue;
+            let p = match self.online_for(&op) {
+                Ok(p) => p,
+                Err(result) => {
+                    results.push(result);
+                    continue;
+                }
             };
             let result = fetch_from(&p, *offset, budget.limit_for(*max_bytes), *known_end).await;
             if let Ok(data) = &result {

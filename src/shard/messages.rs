@@ -46,6 +46,8 @@ pub enum ShardRequest {
     AllocateProducerIdBlock,
     /// This shard's metrics report (a scrape of the metrics endpoint).
     Metrics,
+    /// Partitions that went offline on the sending shard (see `shard::offline`).
+    PartitionsOffline(Vec<super::offline::OfflineNotice>),
 }
 
 pub enum ShardReply {

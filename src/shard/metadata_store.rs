@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::metadata::ClusterMetadata;
-use crate::runtime::{self, File};
+use crate::util::durable_file;
 
 pub const METADATA_DIR: &str = "__ringbroker_metadata";
 const METADATA_FILE: &str = "metadata.json";
@@ -43,13 +43,7 @@ pub async fn load_or_create(
         write_meta_properties(data_dir, node_id, &meta.cluster_id).map_err(io_err(data_dir))?;
         return Ok(meta);
     }
-    let file = File::open_existing(&path).await.map_err(io_err(&path))?;
-    let size = file.size().await.map_err(io_err(&path))?;
-    let bytes = file
-        .read_at(0, size as usize)
-        .await
-        .map_err(io_err(&path))?;
-    file.close().await.map_err(io_err(&path))?;
+    let bytes = durable_file::read_all(&path).await.map_err(io_err(&path))?;
     serde_json::from_slice(&bytes).map_err(|e| MetadataStoreError::Corrupt {
         path,
         reason: e.to_string(),
@@ -66,10 +60,7 @@ pub async fn load_existing(data_dir: &Path) -> Result<Option<ClusterMetadata>, M
         path: path.clone(),
         source,
     };
-    let file = File::open_existing(&path).await.map_err(err)?;
-    let size = file.size().await.map_err(err)?;
-    let bytes = file.read_at(0, size as usize).await.map_err(err)?;
-    file.close().await.map_err(err)?;
+    let bytes = durable_file::read_all(&path).await.map_err(err)?;
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| MetadataStoreError::Corrupt {
@@ -80,24 +71,14 @@ pub async fn load_existing(data_dir: &Path) -> Result<Option<ClusterMetadata>, M
 
 /// Replaces the stored metadata atomically and durably.
 pub async fn save(data_dir: &Path, meta: &ClusterMetadata) -> Result<(), MetadataStoreError> {
-    let dir = dir_of(data_dir);
-    let tmp = dir.join(format!("{METADATA_FILE}.tmp"));
-    let path = dir.join(METADATA_FILE);
-    let err = |source| MetadataStoreError::Io {
-        path: path.clone(),
-        source,
-    };
+    let path = dir_of(data_dir).join(METADATA_FILE);
     let bytes = serde_json::to_vec_pretty(meta).map_err(|e| MetadataStoreError::Corrupt {
         path: path.clone(),
         reason: e.to_string(),
     })?;
-    let file = File::open_or_create(&tmp).await.map_err(err)?;
-    file.truncate(0).await.map_err(err)?;
-    file.write_all_at(bytes, 0).await.map_err(err)?;
-    file.fdatasync().await.map_err(err)?;
-    file.close().await.map_err(err)?;
-    runtime::rename(&tmp, &path).await.map_err(err)?;
-    runtime::sync_dir(&dir).await.map_err(err)
+    durable_file::replace(&path, bytes)
+        .await
+        .map_err(|source| MetadataStoreError::Io { path, source })
 }
 
 fn new_cluster_id() -> String {

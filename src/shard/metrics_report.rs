@@ -59,6 +59,7 @@ impl Shard {
             group_offsets,
             produce_memory: self.produce_memory.stats(),
             stalls: runtime::stall::stats(),
+            offline_partitions: self.offline_count(),
         }
     }
 

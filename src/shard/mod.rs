@@ -16,7 +16,10 @@ pub mod messages;
 pub mod metadata;
 pub mod metadata_store;
 pub mod metrics_report;
+pub mod offline;
+mod open_logs;
 pub mod partition;
+pub mod partition_dirs;
 pub mod producer_ids;
 pub mod recovery_summary;
 
@@ -30,7 +33,7 @@ use std::time::Duration;
 use crate::protocol::ResponseError;
 
 use crate::config::{topic_log_config, BrokerConfig};
-use crate::log::{partition_dir_name, AppendOptions, Log, LogError};
+use crate::log::{partition_dir_name, AppendOptions};
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::exclusive::Exclusive;
@@ -44,6 +47,7 @@ use messages::{
     ShardRequest,
 };
 use metadata::ClusterMetadata;
+use offline::{OfflineNotice, OfflinePartition};
 use partition::Partition;
 use recovery_summary::RecoverySummary;
 
@@ -51,12 +55,6 @@ use recovery_summary::RecoverySummary;
 pub enum ShardError {
     #[error(transparent)]
     Metadata(#[from] metadata_store::MetadataStoreError),
-    #[error("cannot open the log of {topic}-{partition}: {source}")]
-    OpenLog {
-        topic: String,
-        partition: i32,
-        source: LogError,
-    },
 }
 
 type PartitionKey = (String, i32);
@@ -66,7 +64,12 @@ pub struct Shard {
     pub count: usize,
     pub config: BrokerConfig,
     metadata: RefCell<Arc<ClusterMetadata>>,
+    /// The partitions this shard serves.
     partitions: RefCell<HashMap<PartitionKey, Rc<Partition>>>,
+    /// The partitions this shard owns but cannot serve (see [`offline`]); never also online.
+    offline: RefCell<HashMap<PartitionKey, Rc<OfflinePartition>>>,
+    /// Every offline partition of the broker, whichever shard owns it (for Metadata).
+    offline_view: RefCell<HashMap<PartitionKey, OfflineNotice>>,
     ctx: ShardContext<MeshMessage>,
     /// Requests sent to other shards and not yet answered: id → (peer, waiter).
     pending: RefCell<HashMap<u64, (usize, local_oneshot::Sender<ShardReply>)>>,
@@ -119,6 +122,8 @@ impl Shard {
             config,
             metadata: RefCell::new(Arc::new(meta)),
             partitions: RefCell::new(HashMap::new()),
+            offline: RefCell::new(HashMap::new()),
+            offline_view: RefCell::new(HashMap::new()),
             ctx,
             pending: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
@@ -128,7 +133,13 @@ impl Shard {
             produce_memory,
         });
         let meta = shard.metadata();
-        let mut recovery = shard.open_owned_logs(&meta).await?;
+        if id == 0 {
+            // Before any shard opens a log: what a crash left of deleted partitions.
+            partition_dirs::sweep(&shard.config.data_dir, &meta).await;
+        }
+        // The offline ones are told to the other shards once the mesh is served
+        // (`publish_offline_partitions`).
+        let (mut recovery, _offline) = shard.open_owned_logs(&meta).await;
         shard.load_group_partitions().await;
         recovery.took = started.elapsed();
         Ok((shard, inboxes, recovery))
@@ -152,87 +163,6 @@ impl Shard {
 
     fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
         self.config.data_dir.join(partition_dir_name(topic, index))
-    }
-
-    /// Opens the logs of partitions this shard owns in `meta` and has not opened yet, applies
-    /// topic configs to open ones, and closes and deletes logs of partitions that are gone.
-    /// Returns what loading the newly opened logs found.
-    async fn open_owned_logs(&self, meta: &ClusterMetadata) -> Result<RecoverySummary, ShardError> {
-        let mut opened = RecoverySummary::default();
-        let mut wanted = Vec::new();
-        for topic in meta.topics.values() {
-            // Configs are validated before they are stored; should one still not parse (a
-            // hand-edited file, a property dropped in a later version), serve the topic with
-            // the broker defaults rather than fail every topic.
-            let log_config = match topic_log_config(&self.config.log_defaults, &topic.configs) {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::error!(topic = %topic.name, error = %e, "invalid topic config; using broker defaults");
-                    self.config.log_defaults.clone()
-                }
-            };
-            for (i, p) in topic.partitions.iter().enumerate() {
-                if metadata::shard_for_slot(p.slot, self.count) == self.id {
-                    wanted.push((topic.name.clone(), i as i32, log_config.clone()));
-                }
-            }
-        }
-        for (topic, index, log_config) in &wanted {
-            if let Some(p) = self.partition(topic, *index) {
-                if p.log.config() != *log_config {
-                    p.log.set_config(log_config.clone());
-                }
-                continue;
-            }
-            let dir = self.partition_dir(topic, *index);
-            let log = Log::open(&dir, log_config.clone())
-                .await
-                .map_err(|source| ShardError::OpenLog {
-                    topic: topic.clone(),
-                    partition: *index,
-                    source,
-                })?;
-            let partition = Partition::new(topic.clone(), *index, log);
-            let producers =
-                partition
-                    .load_producers(runtime::now_ms())
-                    .await
-                    .map_err(|source| ShardError::OpenLog {
-                        topic: topic.clone(),
-                        partition: *index,
-                        source,
-                    })?;
-            opened.add_log(
-                partition.log.recovery_report(),
-                partition.log.offsets().size_bytes,
-                producers,
-            );
-            self.partitions
-                .borrow_mut()
-                .insert((topic.clone(), *index), Rc::new(partition));
-        }
-        let gone: Vec<(PartitionKey, Rc<Partition>)> = self
-            .partitions
-            .borrow()
-            .iter()
-            .filter(|((t, i), _)| meta.shard_of(t, *i, self.count) != Some(self.id))
-            .map(|(k, p)| (k.clone(), Rc::clone(p)))
-            .collect();
-        for (key, p) in gone {
-            self.partitions.borrow_mut().remove(&key);
-            p.notify_append();
-            if let Err(e) = p.log.close().await {
-                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "closing a deleted partition");
-            }
-            let dir = self.partition_dir(&key.0, key.1);
-            // Off the reactor: a big partition is many files to unlink.
-            let removing = dir.clone();
-            if let Err(e) = runtime::spawn_blocking(move || std::fs::remove_dir_all(removing)).await
-            {
-                tracing::warn!(dir = %dir.display(), error = %e, "could not delete a deleted partition's directory");
-            }
-        }
-        Ok(opened)
     }
 
     /// Drains the mesh inboxes: requests run as their own tasks, replies complete waiters.
@@ -334,6 +264,10 @@ impl Shard {
                 ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
             }
             ShardRequest::Metrics => ShardReply::Metrics(Box::new(self.local_metrics())),
+            ShardRequest::PartitionsOffline(notices) => {
+                self.adopt_offline_notices(notices);
+                ShardReply::Applied
+            }
         }
     }
 
@@ -413,9 +347,9 @@ impl Shard {
 
     /// Executes one operation on a partition of this shard.
     async fn execute_local(self: &Rc<Self>, op: PartitionOp) -> PartitionResult {
-        let (topic, index) = op.topic_partition();
-        let Some(p) = self.partition(topic, index) else {
-            return unknown_partition_result(&op);
+        let p = match self.online_for(&op) {
+            Ok(p) => p,
+            Err(result) => return result,
         };
         match op {
             PartitionOp::Produce {
@@ -680,8 +614,10 @@ impl Shard {
             return;
         }
         *self.metadata.borrow_mut() = Arc::clone(&meta);
-        if let Err(e) = self.open_owned_logs(&meta).await {
-            tracing::error!(shard = self.id, error = %e, "could not apply new metadata");
+        let (_, offline) = self.open_owned_logs(&meta).await;
+        // Before acknowledging: whoever asked for the change (CreateTopics) sees them.
+        if !offline.is_empty() {
+            self.tell_offline(offline).await;
         }
         self.load_group_partitions().await;
     }

@@ -29,6 +29,8 @@ pub struct RecoverySummary {
     /// from the log on top.
     pub producer_snapshots: usize,
     pub producer_batches_replayed: u64,
+    /// Partitions whose log could not be opened (served as offline).
+    pub offline_partitions: usize,
     /// Time spent loading. Shards load in parallel, so merging keeps the longest.
     pub took: Duration,
 }
@@ -65,6 +67,7 @@ impl RecoverySummary {
         self.removed_segments += other.removed_segments;
         self.producer_snapshots += other.producer_snapshots;
         self.producer_batches_replayed += other.producer_batches_replayed;
+        self.offline_partitions += other.offline_partitions;
         self.took = self.took.max(other.took);
     }
 }

@@ -17,6 +17,7 @@ use bytes::Bytes;
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;
 use crate::shard::metadata::MAX_PARTITIONS;
+use crate::shard::offline::could_not_open_message;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: CreatePartitionsRequest = req.decode()?;
@@ -97,7 +98,7 @@ async fn grow(
             ));
         }
     }
-    shard
+    let meta = shard
         .admin(AdminOp::CreatePartitions {
             name: name.to_string(),
             total,
@@ -105,8 +106,18 @@ async fn grow(
         })
         .await
         .map_err(|e| (e.code, e.message))?;
-    if !validate_only {
-        tracing::info!(topic = %name, from = current, to = total, "added partitions");
+    if validate_only {
+        return Ok(());
     }
+    let offline = match meta.topic(name) {
+        Some(t) => shard.offline_partitions_of(t, current),
+        None => Vec::new(),
+    };
+    if let Some(message) = could_not_open_message(name, &offline) {
+        // The partitions exist, but not all can be served: say so (KAFKA_STORAGE_ERROR).
+        tracing::error!(topic = %name, from = current, to = total, "added partitions, but some are offline: {message}");
+        return Err((ResponseError::KafkaStorageError.code(), message));
+    }
+    tracing::info!(topic = %name, from = current, to = total, "added partitions");
     Ok(())
 }

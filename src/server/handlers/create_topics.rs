@@ -12,6 +12,7 @@ use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;
+use crate::shard::offline::could_not_open_message;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: CreateTopicsRequest = req.decode()?;
@@ -65,7 +66,17 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 if let Some(t) = meta.topic(&name).filter(|_| req.version() >= 7) {
                     result.topic_id = t.id;
                 }
-                if !request.validate_only {
+                let offline = match meta.topic(&name).filter(|_| !request.validate_only) {
+                    Some(t) => shard.offline_partitions_of(t, 0),
+                    None => Vec::new(),
+                };
+                if let Some(message) = could_not_open_message(&name, &offline) {
+                    // The topic exists, but not all of it can be served: say so, as Kafka
+                    // does when a replica cannot create its log.
+                    tracing::error!(topic = %name, partitions, "created topic, but some partitions are offline: {message}");
+                    result.error_code = ResponseError::KafkaStorageError.code();
+                    result.error_message = Some(str_bytes(message));
+                } else if !request.validate_only {
                     tracing::info!(topic = %name, partitions, "created topic");
                 }
             }
