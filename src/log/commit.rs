@@ -70,23 +70,34 @@ pub(super) async fn run(inner: Rc<LogInner>) {
         let result = execute(&inner, flight, &mut waiters).await;
         match result {
             Ok((marks, fsyncs, data_written)) => {
-                let mut st = inner.state.borrow_mut();
-                for (base, mark, index_len, time_len, sealed) in marks {
-                    if let Some(seg) = st.segment_mut(base) {
-                        seg.written = mark;
-                        seg.offset_index.mark_persisted(index_len);
-                        seg.time_index.mark_persisted(time_len);
-                        if sealed {
-                            seg.seal_synced = true;
+                let sealed = marks.iter().any(|m| m.4);
+                let checkpoint_due = {
+                    let mut st = inner.state.borrow_mut();
+                    for (base, mark, index_len, time_len, sealed) in marks {
+                        if let Some(seg) = st.segment_mut(base) {
+                            seg.written = mark;
+                            seg.offset_index.mark_persisted(index_len);
+                            seg.time_index.mark_persisted(time_len);
+                            if sealed {
+                                seg.seal_synced = true;
+                            }
                         }
                     }
-                }
-                st.written_end = st.written_end.max(end_offset);
-                st.stats.fsyncs += fsyncs;
-                if sync {
-                    st.recovery_point = st.recovery_point.max(end_offset);
-                }
-                drop(st);
+                    st.written_end = st.written_end.max(end_offset);
+                    st.stats.fsyncs += fsyncs;
+                    if sync {
+                        st.recovery_point = st.recovery_point.max(end_offset);
+                    }
+                    // A sealed segment is synced whole (log and indexes): the recovery point moves
+                    // past every segment synced so far, so a crash scans the active segment only.
+                    let before = st.recovery_point;
+                    if sealed {
+                        if let Some(end) = synced_prefix_end(&st) {
+                            st.recovery_point = st.recovery_point.max(end);
+                        }
+                    }
+                    st.recovery_point > before
+                };
                 let acked = Instant::now();
                 for w in waiters {
                     if let Some(staged_at) = w.staged_at {
@@ -97,6 +108,12 @@ pub(super) async fn run(inner: Rc<LogInner>) {
                         record_stage(Stage::Acks, acked.saturating_duration_since(data_written));
                     }
                     w.done.send(Ok(()));
+                }
+                // After the appenders are answered: a roll costs them no checkpoint write.
+                if checkpoint_due {
+                    if let Err(error) = inner.write_checkpoint(|_| {}).await {
+                        tracing::warn!(dir = %inner.dir.display(), %error, "could not write the checkpoint after a roll; the next one will");
+                    }
                 }
             }
             Err(error) => {
@@ -136,6 +153,15 @@ pub(super) async fn run(inner: Rc<LogInner>) {
             }
         }
     }
+}
+
+/// One past the last offset of the oldest run of segments that are synced whole.
+fn synced_prefix_end(st: &LogState) -> Option<i64> {
+    st.segments
+        .iter()
+        .take_while(|s| s.seal_synced)
+        .last()
+        .map(|s| s.next_offset)
 }
 
 /// Takes everything staged. `flush.messages` is checked here, on every flight; `flush.ms` is

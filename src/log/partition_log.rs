@@ -24,6 +24,7 @@ use super::recovery::{self, RecoveryReport};
 use super::segment::{Segment, SegmentFiles};
 use super::stage::{stage, validate_all};
 use crate::runtime;
+use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 
 /// How an append should be acknowledged.
@@ -195,9 +196,26 @@ pub(super) struct LogInner {
     pub state: RefCell<LogState>,
     pub clock: fn() -> i64,
     pub report: RecoveryReport,
+    /// One checkpoint writer at a time: they share the temporary file, and each reads the
+    /// state inside, so the file never goes back to older values.
+    checkpoint_writer: Exclusive,
 }
 
 impl LogInner {
+    /// Writes the checkpoint as the state says it now (adjusted by `adjust`, for a change that
+    /// must be durable before memory shows it).
+    pub async fn write_checkpoint(
+        &self,
+        adjust: impl FnOnce(&mut Checkpoint),
+    ) -> Result<(), LogError> {
+        let _writer = self.checkpoint_writer.enter().await;
+        let mut cp = self.state.borrow().checkpoint();
+        adjust(&mut cp);
+        checkpoint::write_checkpoint(&self.dir, cp)
+            .await
+            .map_err(|e| LogError::from_io(&self.dir, "writing the checkpoint", e))
+    }
+
     /// Takes the log offline after `error` (logged loudly, once): appends, reads, flushes and
     /// checkpoints fail with `Offline` from now on, and the recovery point stays where it
     /// was, so that a restart recovers from what is known to be durable.
@@ -302,12 +320,10 @@ impl Log {
                 state: RefCell::new(state),
                 clock,
                 report,
+                checkpoint_writer: Exclusive::new(),
             }),
         };
-        let cp = log.inner.state.borrow().checkpoint();
-        checkpoint::write_checkpoint(dir, cp)
-            .await
-            .map_err(|e| LogError::from_io(dir, "writing the checkpoint", e))?;
+        log.inner.write_checkpoint(|_| {}).await?;
         Ok(log)
     }
 
@@ -348,6 +364,11 @@ impl Log {
 
     pub fn stats(&self) -> LogStats {
         self.inner.state.borrow().stats
+    }
+
+    /// Base offset of the active (last) segment: it changes at every roll.
+    pub fn active_segment_base(&self) -> i64 {
+        self.inner.state.borrow().active().base_offset
     }
 
     /// Base offsets of the segments, oldest first.
@@ -500,14 +521,8 @@ impl Log {
 
     /// Writes the checkpoint (recovery point, log start) so that a crash rescans less.
     pub async fn checkpoint(&self) -> Result<(), LogError> {
-        let cp = {
-            let st = self.inner.state.borrow();
-            st.check_online(&self.inner.dir)?;
-            st.checkpoint()
-        };
-        checkpoint::write_checkpoint(&self.inner.dir, cp)
-            .await
-            .map_err(|e| LogError::from_io(&self.inner.dir, "writing the checkpoint", e))
+        self.inner.state.borrow().check_online(&self.inner.dir)?;
+        self.inner.write_checkpoint(|_| {}).await
     }
 
     /// Clean shutdown: waits for staged appends, syncs everything, writes the checkpoint and
@@ -593,18 +608,15 @@ impl Log {
                 .await
                 .map_err(sync("syncing a time index"))?;
         }
-        let cp = {
+        {
             let mut st = self.inner.state.borrow_mut();
             for s in st.segments.iter_mut() {
                 s.offset_index.mark_persisted(s.offset_index.len());
                 s.time_index.mark_persisted(s.time_index.len());
             }
             st.recovery_point = st.next_offset();
-            st.checkpoint()
-        };
-        checkpoint::write_checkpoint(&dir, cp)
-            .await
-            .map_err(io("writing the checkpoint"))?;
+        }
+        self.inner.write_checkpoint(|_| {}).await?;
         checkpoint::write_clean_shutdown(&dir)
             .await
             .map_err(io("writing the clean-shutdown marker"))

@@ -1,7 +1,6 @@
 //! Retention and DeleteRecords: moving the log start offset up and deleting the segments
 //! wholly below it.
 
-use super::checkpoint;
 use super::error::LogError;
 use super::partition_log::Log;
 use super::policy::{self, RetentionReason, SegmentSummary};
@@ -21,8 +20,8 @@ impl Log {
     /// DeleteRecords: moves the log start offset up to `offset` (at most the written end) and
     /// deletes the segments wholly below it. Returns the new log start offset.
     pub async fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
-        let checkpoint = {
-            let mut st = self.inner.state.borrow_mut();
+        {
+            let st = self.inner.state.borrow();
             st.check_online(&self.inner.dir)?;
             if offset < 0 || offset > st.written_end {
                 return Err(LogError::OffsetOutOfRange {
@@ -34,12 +33,15 @@ impl Log {
             if offset <= st.log_start_offset {
                 return Ok(st.log_start_offset);
             }
-            st.log_start_offset = offset;
-            st.checkpoint()
-        };
-        checkpoint::write_checkpoint(&self.inner.dir, checkpoint)
-            .await
-            .map_err(|e| LogError::from_io(&self.inner.dir, "writing the checkpoint", e))?;
+        }
+        // Durable first: records reported deleted must not come back after a crash.
+        self.inner
+            .write_checkpoint(|cp| cp.log_start_offset = cp.log_start_offset.max(offset))
+            .await?;
+        {
+            let mut st = self.inner.state.borrow_mut();
+            st.log_start_offset = st.log_start_offset.max(offset);
+        }
         let outcome = self.apply_retention((self.inner.clock)()).await?;
         Ok(outcome.log_start_offset)
     }
@@ -69,19 +71,17 @@ impl Log {
             let removed: Vec<Segment> = st.segments.drain(..count).collect();
             let first_base = st.segments[0].base_offset;
             st.log_start_offset = st.log_start_offset.max(first_base);
-            (removed, st.checkpoint(), plan.reason)
+            (removed, st.log_start_offset, plan.reason)
         };
         let mut outcome = RetentionOutcome {
-            log_start_offset: checkpoint.log_start_offset,
+            log_start_offset: checkpoint,
             ..RetentionOutcome::default()
         };
         if removed.is_empty() {
             return Ok(outcome);
         }
         let dir = &self.inner.dir;
-        checkpoint::write_checkpoint(dir, checkpoint)
-            .await
-            .map_err(|e| LogError::from_io(dir, "writing the checkpoint", e))?;
+        self.inner.write_checkpoint(|_| {}).await?;
         for seg in removed {
             recovery::remove_segment_files(&SegmentPaths::new(dir, seg.base_offset))
                 .await

@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 
-use super::checkpoint;
 use super::error::LogError;
 use super::partition_log::Log;
 use super::recovery;
@@ -97,7 +96,7 @@ impl Log {
             rebuilt.rolling_base_ms = Some((self.inner.clock)());
         }
         rebuilt.mark_all_written();
-        let checkpoint = {
+        {
             let mut st = self.inner.state.borrow_mut();
             let leo = rebuilt.next_offset;
             *st.active_mut() = rebuilt;
@@ -106,11 +105,8 @@ impl Log {
             st.log_start_offset = st.log_start_offset.min(leo);
             st.unflushed_records = 0;
             st.oldest_unflushed_ms = None;
-            st.checkpoint()
-        };
-        checkpoint::write_checkpoint(&dir, checkpoint)
-            .await
-            .map_err(io("writing the checkpoint"))?;
+        }
+        self.inner.write_checkpoint(|_| {}).await?;
         Ok(self.offsets().log_end_offset)
     }
 }

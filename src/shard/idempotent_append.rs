@@ -20,6 +20,7 @@ use crate::producer_state::{Admission, ProducerBatch, ProducerStateTable, Sequen
 use crate::protocol::record_batch::{BatchHeader, TimestampType};
 use crate::protocol::ResponseError;
 use crate::runtime;
+use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 
 /// Bytes read per step when rebuilding the table from the log.
@@ -79,6 +80,8 @@ pub struct ProducerStates {
     waiters: RefCell<HashMap<i64, Vec<local_oneshot::Sender<()>>>>,
     /// The log offset of the last snapshot written (to skip writing identical ones).
     last_snapshot_offset: RefCell<Option<i64>>,
+    /// One snapshot writer at a time (a roll and housekeeping may ask at once).
+    snapshot_writer: Exclusive,
 }
 
 impl ProducerStates {
@@ -165,6 +168,7 @@ impl ProducerStates {
     /// Writes a snapshot if the log moved since the last one. Its offset is the lowest
     /// in-flight batch's (in-flight batches are left out) or the written end.
     pub async fn snapshot(&self, log: &Log) -> Result<(), LogError> {
+        let _writer = self.snapshot_writer.enter().await;
         let (offset, table) = {
             let table = self.table.borrow();
             let written = log.offsets().written_end_offset;

@@ -351,6 +351,25 @@ impl Shard {
             Ok(p) => p,
             Err(result) => return result,
         };
+        let result = self.execute_on(&p, op).await;
+        self.offline_if_failed(&p).await;
+        result
+    }
+
+    /// Takes a partition whose log went offline (a failed fsync or write) out of service.
+    async fn offline_if_failed(self: &Rc<Self>, p: &Partition) {
+        if let Some(reason) = p.log.offline_reason() {
+            let error = crate::log::LogError::Offline {
+                dir: p.log.dir().to_path_buf(),
+                reason,
+            };
+            self.mark_offline(&p.topic, p.index, offline::OfflineCause::Failed(error))
+                .await;
+        }
+    }
+
+    async fn execute_on(self: &Rc<Self>, p: &Rc<Partition>, op: PartitionOp) -> PartitionResult {
+        let p = Rc::clone(p);
         match op {
             PartitionOp::Produce {
                 records,
@@ -644,6 +663,7 @@ impl Shard {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot failed");
                 }
             }
+            self.offline_if_failed(&p).await;
         }
     }
 

@@ -6,6 +6,7 @@ use std::rc::{Rc, Weak};
 
 use super::idempotent_append::{self, ProduceError, ProducerLoad, ProducerStates};
 use crate::log::{AppendInfo, AppendOptions, Log, LogError};
+use crate::runtime;
 use crate::util::local_oneshot;
 
 /// Wakes one long-polling fetch when any of the partitions it watches gets data. The fetch
@@ -44,6 +45,9 @@ pub struct Partition {
     waiters: RefCell<Vec<Weak<AppendWaker>>>,
     /// The fetch offset of the last corrupt read logged (a consumer retries it forever).
     corrupt_logged_at: Cell<Option<i64>>,
+    /// The active segment when producer state was last snapshotted: a roll snapshots again,
+    /// so a restart replays at most the active segment (Kafka snapshots at every roll).
+    snapshot_segment: Cell<i64>,
 }
 
 impl Partition {
@@ -55,6 +59,7 @@ impl Partition {
             producers: ProducerStates::new(),
             waiters: RefCell::new(Vec::new()),
             corrupt_logged_at: Cell::new(None),
+            snapshot_segment: Cell::new(-1),
         }
     }
 
@@ -81,13 +86,36 @@ impl Partition {
         let result = idempotent_append::append(&self.producers, &self.log, records, options).await;
         if result.is_ok() {
             self.notify_append();
+            self.snapshot_after_roll();
         }
         result
     }
 
+    fn snapshot_after_roll(&self) {
+        let active = self.log.active_segment_base();
+        if self.snapshot_segment.replace(active) == active {
+            return;
+        }
+        let (producers, log) = (Rc::clone(&self.producers), self.log.clone());
+        let (topic, index) = (self.topic.clone(), self.index);
+        runtime::spawn_detached(async move {
+            if let Err(e) = producers.snapshot(&log).await {
+                tracing::warn!(%topic, partition = index, error = %e, "producer snapshot after a roll failed");
+            }
+        });
+    }
+
     /// Loads the producer state (snapshot + log replay); call once after opening the log.
+    /// After a replay (an unclean stop) it snapshots at once, so the next start need not
+    /// replay the same batches again.
     pub async fn load_producers(&self, now_ms: i64) -> Result<ProducerLoad, LogError> {
-        self.producers.load(&self.log, now_ms).await
+        let load = self.producers.load(&self.log, now_ms).await?;
+        self.snapshot_segment.set(self.log.active_segment_base());
+        let end = self.log.offsets().written_end_offset;
+        if end > 0 && load.snapshot_offset != Some(end) {
+            self.producers.snapshot(&self.log).await?;
+        }
+        Ok(load)
     }
 
     /// Clean close: wakes fetchers, closes the log (flush, checkpoint, clean-shutdown marker)
