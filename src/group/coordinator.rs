@@ -136,6 +136,13 @@ impl GroupCoordinator {
         }
     }
 
+    /// Routes groups over `partitions` partitions from now on: the real partition count of
+    /// `__consumer_offsets`, which differs from `offsets.topic.num.partitions` when the topic
+    /// was created with another value (Kafka routes by the topic's count too).
+    pub fn set_offsets_partitions(&mut self, partitions: i32) {
+        self.config.offsets_partitions = partitions;
+    }
+
     /// Starts serving `partition`: its groups answer COORDINATOR_LOAD_IN_PROGRESS until
     /// `finish_load`. Loading a partition again forgets what was known of it (use `unload`
     /// first to answer requests waiting in its groups).

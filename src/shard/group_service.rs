@@ -262,6 +262,12 @@ impl Shard {
     /// into the coordinator. Groups of a partition answer COORDINATOR_LOAD_IN_PROGRESS until
     /// its load finished.
     pub(super) async fn load_group_partitions(self: &Rc<Self>) {
+        if let Some(partitions) = super::groups::offsets_partition_count(&self.metadata()) {
+            self.groups
+                .coordinator
+                .borrow_mut()
+                .set_offsets_partitions(partitions);
+        }
         let mut owned: Vec<i32> = self
             .owned_partitions()
             .iter()

@@ -172,6 +172,11 @@ impl Broker {
         self.shards = shards;
     }
 
+    /// The `NAME=VALUE` broker properties of the next (re)start, replacing the current ones.
+    pub fn set_settings(&mut self, settings: &[&str]) {
+        self.settings = settings.iter().map(|s| s.to_string()).collect();
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.as_ref().map(|c| c.id() as i32).unwrap_or(0)
     }
