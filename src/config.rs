@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::group::api::GroupConfig;
 use crate::log::LogConfig;
@@ -39,6 +40,13 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// connection, see tests/server_limits.rs) and still exceeds the ~28,000 ephemeral ports one
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
+
+/// Kafka's `connections.max.idle.ms` default: 10 minutes.
+pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: i64 = 600_000;
+/// `ringbroker.request.read.timeout.ms` unless set: Kafka clients give up on a request 30 s
+/// after sending it (the Java client's `request.timeout.ms`), so a request still arriving
+/// after that is one its sender has abandoned.
+pub const DEFAULT_REQUEST_READ_TIMEOUT_MS: u64 = 30_000;
 
 /// Kafka's `fetch.max.bytes` default, 55 MiB, and its smallest accepted value.
 pub const DEFAULT_FETCH_MAX_BYTES: usize = 57_671_680;
@@ -95,6 +103,12 @@ pub struct BrokerConfig {
     pub connection_max_inflight_bytes: usize,
     /// `ringbroker.acks.all.fsync`: acks=all produce waits for an fdatasync (group-committed).
     pub fsync_on_acks_all: bool,
+    /// `connections.max.idle.ms`: a connection with no request being read and none in flight
+    /// for this long is closed; negative (Kafka: -1) never closes one.
+    pub connections_max_idle_ms: i64,
+    /// `ringbroker.request.read.timeout.ms`: once the first bytes of a request arrived, the
+    /// rest must arrive within this (or within `connections.max.idle.ms` if that is shorter).
+    pub request_read_timeout_ms: u64,
     /// `max.connections`: open connections across all shards; more are closed at once.
     pub max_connections: usize,
     /// `max.connections.per.ip`: open connections from one address (Kafka's default,
@@ -152,6 +166,8 @@ impl Default for BrokerConfig {
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
+            connections_max_idle_ms: DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+            request_read_timeout_ms: DEFAULT_REQUEST_READ_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: i32::MAX as u64,
             max_connections_per_ip_overrides: BTreeMap::new(),
@@ -214,6 +230,23 @@ impl BrokerConfig {
     pub fn produce_memory_limit(&self) -> usize {
         self.produce_memory_max_bytes
             .unwrap_or_else(|| default_produce_memory(total_memory_bytes(), self.shards))
+    }
+
+    /// How long a connection may go without a request (`connections.max.idle.ms`); `None`:
+    /// forever.
+    pub fn connection_idle_timeout(&self) -> Option<Duration> {
+        u64::try_from(self.connections_max_idle_ms)
+            .ok()
+            .map(Duration::from_millis)
+    }
+
+    /// How long the rest of a request may take to arrive once its first bytes did: the read
+    /// timeout, and never more than the idle timeout (a stalled request is an idle
+    /// connection to Kafka, which closes a socket with no activity for that long).
+    pub fn request_read_timeout(&self) -> Duration {
+        let read = Duration::from_millis(self.request_read_timeout_ms);
+        self.connection_idle_timeout()
+            .map_or(read, |idle| read.min(idle))
     }
 
     /// `queued.max.request.bytes` as Kafka writes it: -1 for no limit.
@@ -338,6 +371,17 @@ impl BrokerConfig {
                 }
             }
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
+            "connections.max.idle.ms" => {
+                // Kafka takes any value and a negative one disables the check; 0 would close
+                // every connection between two requests.
+                self.connections_max_idle_ms = match int(value)? {
+                    0 => return Err(bad("must be positive, or -1 (never close)".to_string())),
+                    n => n,
+                }
+            }
+            "ringbroker.request.read.timeout.ms" => {
+                self.request_read_timeout_ms = positive(value)? as u64
+            }
             "ringbroker.metrics.listen" => {
                 self.metrics_listen = match value.trim() {
                     "" | "none" => None,

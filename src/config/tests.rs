@@ -232,3 +232,35 @@ fn topic_properties_round_trip() {
         assert!(topic_property_value(&c, name).is_some(), "{name}");
     }
 }
+
+/// `connections.max.idle.ms` as Kafka takes it (-1 never closes), and the bound on reading one
+/// request, which never exceeds it.
+#[test]
+fn idle_and_request_read_timeouts() {
+    let mut c = BrokerConfig::default();
+    assert_eq!(
+        c.connection_idle_timeout(),
+        Some(Duration::from_secs(600)),
+        "Kafka's default"
+    );
+    assert_eq!(c.request_read_timeout(), Duration::from_secs(30));
+    c.set("connections.max.idle.ms", "300").expect("valid");
+    assert_eq!(
+        c.connection_idle_timeout(),
+        Some(Duration::from_millis(300))
+    );
+    assert_eq!(
+        c.request_read_timeout(),
+        Duration::from_millis(300),
+        "no longer than an idle connection lives"
+    );
+    c.set("connections.max.idle.ms", "-1")
+        .expect("Kafka's 'never'");
+    assert_eq!(c.connection_idle_timeout(), None);
+    assert_eq!(c.request_read_timeout(), Duration::from_secs(30));
+    assert!(c.set("connections.max.idle.ms", "0").is_err());
+    c.set("ringbroker.request.read.timeout.ms", "5000")
+        .expect("valid");
+    assert_eq!(c.request_read_timeout(), Duration::from_secs(5));
+    assert!(c.set("ringbroker.request.read.timeout.ms", "0").is_err());
+}
