@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::group::api::GroupConfig;
 use crate::log::LogConfig;
@@ -39,6 +40,13 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// connection, see tests/server_limits.rs) and still exceeds the ~28,000 ephemeral ports one
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
+
+/// Kafka's `connections.max.idle.ms` default: 10 minutes.
+pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: i64 = 600_000;
+/// `ringbroker.request.read.timeout.ms` unless set: Kafka clients give up on a request 30 s
+/// after sending it (the Java client's `request.timeout.ms`), so a request still arriving
+/// after that is one its sender has abandoned.
+pub const DEFAULT_REQUEST_READ_TIMEOUT_MS: u64 = 30_000;
 
 /// Kafka's `fetch.max.bytes` default, 55 MiB, and its smallest accepted value.
 pub const DEFAULT_FETCH_MAX_BYTES: usize = 57_671_680;
@@ -95,6 +103,12 @@ pub struct BrokerConfig {
     pub connection_max_inflight_bytes: usize,
     /// `ringbroker.acks.all.fsync`: acks=all produce waits for an fdatasync (group-committed).
     pub fsync_on_acks_all: bool,
+    /// `connections.max.idle.ms`: a connection with no request being read and none in flight
+    /// for this long is closed; negative (Kafka: -1) never closes one.
+    pub connections_max_idle_ms: i64,
+    /// `ringbroker.request.read.timeout.ms`: once the first bytes of a request arrived, the
+    /// rest must arrive within this (or within `connections.max.idle.ms` if that is shorter).
+    pub request_read_timeout_ms: u64,
     /// `max.connections`: open connections across all shards; more are closed at once.
     pub max_connections: usize,
     /// `max.connections.per.ip`: open connections from one address (Kafka's default,
@@ -152,6 +166,8 @@ impl Default for BrokerConfig {
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
+            connections_max_idle_ms: DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+            request_read_timeout_ms: DEFAULT_REQUEST_READ_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: i32::MAX as u64,
             max_connections_per_ip_overrides: BTreeMap::new(),
@@ -214,6 +230,23 @@ impl BrokerConfig {
     pub fn produce_memory_limit(&self) -> usize {
         self.produce_memory_max_bytes
             .unwrap_or_else(|| default_produce_memory(total_memory_bytes(), self.shards))
+    }
+
+    /// How long a connection may go without a request (`connections.max.idle.ms`); `None`:
+    /// forever.
+    pub fn connection_idle_timeout(&self) -> Option<Duration> {
+        u64::try_from(self.connections_max_idle_ms)
+            .ok()
+            .map(Duration::from_millis)
+    }
+
+    /// How long the rest of a request may take to arrive once its first bytes did: the read
+    /// timeout, and never more than the idle timeout (a stalled request is an idle
+    /// connection to Kafka, which closes a socket with no activity for that long).
+    pub fn request_read_timeout(&self) -> Duration {
+        let read = Duration::from_millis(self.request_read_timeout_ms);
+        self.connection_idle_timeout()
+            .map_or(read, |idle| read.min(idle))
     }
 
     /// `queued.max.request.bytes` as Kafka writes it: -1 for no limit.
@@ -338,6 +371,17 @@ impl BrokerConfig {
                 }
             }
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
+            "connections.max.idle.ms" => {
+                // Kafka takes any value and a negative one disables the check; 0 would close
+                // every connection between two requests.
+                self.connections_max_idle_ms = match int(value)? {
+                    0 => return Err(bad("must be positive, or -1 (never close)".to_string())),
+                    n => n,
+                }
+            }
+            "ringbroker.request.read.timeout.ms" => {
+                self.request_read_timeout_ms = positive(value)? as u64
+            }
             "ringbroker.metrics.listen" => {
                 self.metrics_listen = match value.trim() {
                     "" | "none" => None,
@@ -625,237 +669,4 @@ fn flatten(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Found by fuzz/fuzz_targets/config.rs: `hours * 3_600_000` overflowed (a panic with
-    /// overflow checks, a wrapped retention without), and `as i32` made 2^31 partitions -2^31.
-    #[test]
-    fn huge_values_are_rejected_not_wrapped() {
-        let mut c = BrokerConfig::default();
-        for (name, value) in [
-            ("log.retention.hours", "9999999999999"),
-            ("log.retention.minutes", "-9999999999999999"),
-            ("log.roll.hours", "9223372036854775807"),
-            ("num.partitions", "2147483648"),
-            ("node.id", "4294967297"),
-            ("log.index.interval.bytes", "4294967296"),
-        ] {
-            assert!(
-                matches!(c.set(name, value), Err(ConfigError::BadValue { .. })),
-                "{name}={value}"
-            );
-        }
-        assert_eq!(c.num_partitions, 1);
-        let mut log = LogConfig::default();
-        assert!(set_topic_property(&mut log, "index.interval.bytes", "4294967296").is_err());
-    }
-
-    /// Kafka's own default for `queued.max.request.bytes` is -1 (no limit); a config file
-    /// taken from Kafka must start.
-    #[test]
-    fn queued_max_request_bytes_minus_one_means_no_limit() {
-        let mut c = BrokerConfig::default();
-        c.set("queued.max.request.bytes", "-1")
-            .expect("Kafka's default");
-        assert_eq!(c.connection_max_inflight_bytes, usize::MAX);
-        let listed = crate::config_listing::BROKER_PROPERTIES
-            .iter()
-            .find(|p| p.name == "queued.max.request.bytes")
-            .map(|p| (p.value)(&c));
-        assert_eq!(listed.as_deref(), Some("-1"), "listed as Kafka writes it");
-        c.set("queued.max.request.bytes", "1000").expect("a limit");
-        assert_eq!(c.connection_max_inflight_bytes, 1000);
-        assert!(c.set("queued.max.request.bytes", "0").is_err());
-        assert!(c.set("queued.max.request.bytes", "-2").is_err());
-    }
-
-    /// Several data directories (Kafka's JBOD) are not supported: refused, naming the
-    /// property, rather than silently serving the first one only.
-    #[test]
-    fn several_log_dirs_are_refused_by_name() {
-        let mut c = BrokerConfig::default();
-        for name in ["log.dirs", "log.dir"] {
-            let err = c.set(name, "/a,/b").expect_err("two directories");
-            assert!(
-                matches!(&err, ConfigError::BadValue { name: n, .. } if n == name),
-                "{err}"
-            );
-            assert!(err.to_string().contains(name), "{err}");
-        }
-        assert_eq!(c.data_dir, PathBuf::from("./data"), "unchanged");
-        c.set("log.dirs", " /srv/data ").expect("one directory");
-        assert_eq!(c.data_dir, PathBuf::from("/srv/data"));
-        c.set("log.dirs", "/srv/other,")
-            .expect("a trailing comma is one directory");
-        assert_eq!(c.data_dir, PathBuf::from("/srv/other"));
-    }
-
-    #[test]
-    fn toml_with_quoted_and_dotted_keys() {
-        let mut c = BrokerConfig::default();
-        c.apply_toml(
-            r#"
-            "log.dirs" = "/srv/data"
-            listeners = "PLAINTEXT://127.0.0.1:19092"
-            num.partitions = 3
-            log.retention.ms = -1
-            auto.create.topics.enable = false
-            "#,
-        )
-        .expect("valid");
-        assert_eq!(c.data_dir, PathBuf::from("/srv/data"));
-        assert_eq!(c.listen.port(), 19092);
-        assert_eq!(c.advertised_port, 19092);
-        assert_eq!(c.num_partitions, 3);
-        assert_eq!(c.log_defaults.retention_ms, -1);
-        assert!(!c.auto_create_topics);
-    }
-
-    #[test]
-    fn advertised_listeners_win_over_listeners_in_any_order() {
-        for order in [
-            ["advertised.listeners", "listeners"],
-            ["listeners", "advertised.listeners"],
-        ] {
-            let mut c = BrokerConfig::default();
-            for name in order {
-                let value = if name == "listeners" {
-                    "PLAINTEXT://127.0.0.1:9000"
-                } else {
-                    "PLAINTEXT://proxy.local:9100"
-                };
-                c.set(name, value).expect("valid");
-            }
-            assert_eq!(c.listen.port(), 9000);
-            assert_eq!(
-                (c.advertised_host.as_str(), c.advertised_port),
-                ("proxy.local", 9100)
-            );
-        }
-        let mut c = BrokerConfig::default();
-        c.set("listeners", "127.0.0.1:9000").expect("valid");
-        assert_eq!(
-            c.advertised_port, 9000,
-            "advertised follows listeners by default"
-        );
-    }
-
-    #[test]
-    fn connection_limits_default_and_parse() {
-        let mut c = BrokerConfig::default();
-        assert_eq!(c.max_connections, DEFAULT_MAX_CONNECTIONS);
-        assert_eq!(c.max_connections_per_ip, i32::MAX as u64, "Kafka's default");
-        c.set("max.connections", "1000").expect("valid");
-        c.set("max.connections.per.ip", "50").expect("valid");
-        assert_eq!((c.max_connections, c.max_connections_per_ip), (1000, 50));
-        assert!(c.set("max.connections.per.ip", "0").is_err());
-    }
-
-    #[test]
-    fn per_ip_overrides_parse_ips_and_refuse_names() {
-        let mut c = BrokerConfig::default();
-        assert!(c.max_connections_per_ip_overrides.is_empty());
-        c.set(
-            "max.connections.per.ip.overrides",
-            "127.0.0.1:200, 10.0.0.5:5,[::1]:7,fe80::2:0,::ffff:10.0.0.6:3",
-        )
-        .expect("valid");
-        let o = &c.max_connections_per_ip_overrides;
-        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
-        assert_eq!(o.get(&ip("127.0.0.1")), Some(&200));
-        assert_eq!(o.get(&ip("10.0.0.5")), Some(&5));
-        assert_eq!(o.get(&ip("::1")), Some(&7));
-        assert_eq!(o.get(&ip("fe80::2")), Some(&0), "0 refuses the address");
-        assert_eq!(
-            o.get(&ip("10.0.0.6")),
-            Some(&3),
-            "mapped IPv4 is plain IPv4"
-        );
-        for bad in ["localhost:5", "127.0.0.1", "127.0.0.1:-1", "127.0.0.1:x"] {
-            let e = c.set("max.connections.per.ip.overrides", bad).unwrap_err();
-            assert!(
-                matches!(&e, ConfigError::BadValue { name, .. } if name == "max.connections.per.ip.overrides"),
-                "{bad}: {e}"
-            );
-        }
-        assert!(c
-            .set("max.connections.per.ip.overrides", "localhost:5")
-            .unwrap_err()
-            .to_string()
-            .contains("not an IP address"),);
-        c.set("max.connections.per.ip.overrides", "")
-            .expect("empty");
-        assert!(c.max_connections_per_ip_overrides.is_empty());
-    }
-
-    #[test]
-    fn produce_memory_limit_is_set_or_derived_from_ram() {
-        let mut c = BrokerConfig::default();
-        assert!((PRODUCE_MEMORY_DEFAULT_FLOOR..=PRODUCE_MEMORY_DEFAULT_CAP)
-            .contains(&c.produce_memory_limit()));
-        c.set("ringbroker.produce.memory.max.bytes", "8388608")
-            .expect("valid");
-        assert_eq!(c.produce_memory_limit(), 8 << 20);
-        assert!(c.set("ringbroker.produce.memory.max.bytes", "0").is_err());
-        let gib = 1u64 << 30;
-        assert_eq!(default_produce_memory(Some(64 * gib), 32), 256 << 20);
-        assert_eq!(default_produce_memory(Some(2 * gib), 2), 256 << 20);
-        assert_eq!(default_produce_memory(Some(gib), 2), 128 << 20);
-        assert_eq!(default_produce_memory(Some(gib / 4), 8), 16 << 20);
-        assert_eq!(default_produce_memory(None, 4), 256 << 20);
-    }
-
-    #[test]
-    fn errors_name_the_property() {
-        let mut c = BrokerConfig::default();
-        let e = c.apply_toml("log.retention.msec = 5").unwrap_err();
-        assert!(e.to_string().contains("log.retention.msec"), "{e}");
-        let e = c.apply_toml("num.partitions = 0").unwrap_err();
-        assert!(e.to_string().contains("must be positive"), "{e}");
-        assert!(c.apply_toml("not toml = = 1").is_err());
-        assert!(c.set("listeners", "nonsense").is_err());
-    }
-
-    #[test]
-    fn metrics_listen_defaults_can_move_or_be_disabled() {
-        let c = BrokerConfig::default();
-        assert_eq!(c.metrics_listen, Some(DEFAULT_METRICS_LISTEN));
-        assert!(!c.metrics_listen_explicit);
-        let mut c = BrokerConfig::default();
-        c.apply_toml("ringbroker.metrics.listen = \"0.0.0.0:9999\"")
-            .expect("valid");
-        assert_eq!(c.metrics_listen, Some(([0, 0, 0, 0], 9999).into()));
-        assert!(c.metrics_listen_explicit);
-        for off in ["none", ""] {
-            let mut c = BrokerConfig::default();
-            c.set("ringbroker.metrics.listen", off).expect("valid");
-            assert_eq!(c.metrics_listen, None, "{off:?}");
-        }
-        assert!(c.set("ringbroker.metrics.listen", "nonsense").is_err());
-    }
-
-    #[test]
-    fn topic_properties_round_trip() {
-        let mut overrides = BTreeMap::new();
-        overrides.insert("retention.ms".to_string(), "1000".to_string());
-        overrides.insert(
-            "message.timestamp.type".to_string(),
-            "LogAppendTime".to_string(),
-        );
-        let c = topic_log_config(&LogConfig::default(), &overrides).expect("valid");
-        assert_eq!(
-            topic_property_value(&c, "retention.ms").as_deref(),
-            Some("1000")
-        );
-        assert_eq!(
-            topic_property_value(&c, "message.timestamp.type").as_deref(),
-            Some("LogAppendTime")
-        );
-        overrides.insert("bogus".to_string(), "1".to_string());
-        assert!(topic_log_config(&LogConfig::default(), &overrides).is_err());
-        for name in TOPIC_PROPERTIES {
-            assert!(topic_property_value(&c, name).is_some(), "{name}");
-        }
-    }
-}
+mod tests;

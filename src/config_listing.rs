@@ -42,6 +42,9 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("auto.create.topics.enable", |c| c
         .auto_create_topics
         .to_string()),
+    prop!("connections.max.idle.ms", |c| c
+        .connections_max_idle_ms
+        .to_string()),
     prop!("fetch.max.bytes", |c| c.fetch_max_bytes.to_string()),
     prop!("group.initial.rebalance.delay.ms", |c| c
         .group
@@ -144,6 +147,9 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("ringbroker.pin.shards", |c| c.pin_shards.to_string()),
     prop!("ringbroker.produce.memory.max.bytes", |c| c
         .produce_memory_limit()
+        .to_string()),
+    prop!("ringbroker.request.read.timeout.ms", |c| c
+        .request_read_timeout_ms
         .to_string()),
     prop!("socket.request.max.bytes", |c| c
         .socket_request_max_bytes

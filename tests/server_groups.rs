@@ -1,6 +1,7 @@
 //! Consumer groups against the real broker over raw Kafka requests: committed offsets survive
-//! SIGKILL once acknowledged, a two-member group shares partitions through JoinGroup/SyncGroup,
-//! and ListGroups/DescribeGroups/DeleteGroups report what the coordinator holds.
+//! SIGKILL once acknowledged and a restart with another `offsets.topic.num.partitions`, a
+//! two-member group shares partitions through JoinGroup/SyncGroup, and
+//! ListGroups/DescribeGroups/DeleteGroups report what the coordinator holds.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,7 @@ use kafka_protocol::messages::sync_group_request::{SyncGroupRequest, SyncGroupRe
 use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
 use kafka_protocol::messages::{ApiKey, GroupId};
 use kafka_protocol::ResponseError;
+use ringbroker::group::api::offsets_partition_for;
 
 mod broker;
 use broker::{s, topic_name, until_coordinator_ready, Broker, Client};
@@ -148,6 +150,55 @@ fn committed_offsets_survive_sigkill() {
         assert_eq!(
             fetched, acked,
             "cycle {cycle}: committed offsets after SIGKILL"
+        );
+    }
+    broker.stop_cleanly();
+}
+
+/// `offsets.topic.num.partitions` only sizes `__consumer_offsets` when it is created: after a
+/// restart with another value, groups are still routed by the topic's real partition count
+/// (Kafka's rule), so the offsets committed before are found where they were written.
+#[test]
+fn offsets_survive_a_restart_with_another_offsets_partition_count() {
+    const CREATED_WITH: i32 = 5;
+    const RESTARTED_WITH: i32 = 3;
+    // Partition p of the offsets topic (created first) is on shard p % 2 of the broker's two:
+    // these groups hash to another shard under the new count than under the real one.
+    let groups: Vec<String> = (0..200)
+        .map(|i| format!("moved-group-{i}"))
+        .filter(|g| {
+            let real = offsets_partition_for(g, CREATED_WITH);
+            let configured = offsets_partition_for(g, RESTARTED_WITH);
+            real % 2 != configured % 2
+        })
+        .take(4)
+        .collect();
+    assert_eq!(groups.len(), 4, "enough groups that change shard");
+    let created = format!("offsets.topic.num.partitions={CREATED_WITH}");
+    let mut broker = Broker::start(&[FAST_GROUPS[0], FAST_GROUPS[1], &created]);
+    let mut c = broker.client();
+    c.create_topic("events", 2, &[]);
+    for (i, g) in groups.iter().enumerate() {
+        let offsets = [(0, 100 + i as i64), (1, 200 + i as i64)];
+        let codes = until_coordinator_ready(|| {
+            let codes = commit(&mut c, g, "events", &offsets);
+            match codes.iter().find(|c| **c != 0) {
+                Some(code) => Err(*code),
+                None => Ok(codes.clone()),
+            }
+        });
+        assert!(codes.iter().all(|c| *c == 0), "{g}: {codes:?}");
+    }
+    let restarted = format!("offsets.topic.num.partitions={RESTARTED_WITH}");
+    broker.set_settings(&[FAST_GROUPS[0], FAST_GROUPS[1], &restarted]);
+    broker.restart();
+    let mut c = broker.client();
+    for (i, g) in groups.iter().enumerate() {
+        let fetched = until_coordinator_ready(|| try_fetch_offsets(&mut c, g, "events", &[0, 1]));
+        assert_eq!(
+            fetched,
+            vec![(0, 100 + i as i64), (1, 200 + i as i64)],
+            "{g}: offsets committed before the restart"
         );
     }
     broker.stop_cleanly();

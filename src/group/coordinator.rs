@@ -33,13 +33,17 @@ pub type MemberIdSource = Box<dyn FnMut(&str) -> String + Send>;
 enum PartitionLoad {
     /// Records replayed so far: the latest value per key, `None` for a tombstone.
     Loading(LoadedRecords),
-    Serving,
+    /// `complete`: every record of the partition was replayed. Only then may its live state
+    /// replace the log (compaction): the records a partial load missed exist only on disk.
+    Serving { complete: bool },
 }
 
 #[derive(Default)]
 struct LoadedRecords {
     metadata: HashMap<String, Option<(GroupMetadataValue, Bytes)>>,
     offsets: HashMap<String, BTreeMap<TopicPartition, Option<OffsetCommitValue>>>,
+    /// A record or batch of the partition could not be replayed.
+    incomplete: bool,
 }
 
 /// An offset to remove once its tombstone is stored: (group, partition, the value expected to
@@ -136,6 +140,13 @@ impl GroupCoordinator {
         }
     }
 
+    /// Routes groups over `partitions` partitions from now on: the real partition count of
+    /// `__consumer_offsets`, which differs from `offsets.topic.num.partitions` when the topic
+    /// was created with another value (Kafka routes by the topic's count too).
+    pub fn set_offsets_partitions(&mut self, partitions: i32) {
+        self.config.offsets_partitions = partitions;
+    }
+
     /// Starts serving `partition`: its groups answer COORDINATOR_LOAD_IN_PROGRESS until
     /// `finish_load`. Loading a partition again forgets what was known of it (use `unload`
     /// first to answer requests waiting in its groups).
@@ -191,7 +202,8 @@ impl GroupCoordinator {
     }
 
     /// Replays one record of a loading partition (latest value per key wins; `None` deletes).
-    /// Record types this coordinator does not use are skipped.
+    /// Record types this coordinator does not use are skipped. A record that cannot be
+    /// decoded makes the load incomplete (see [`GroupCoordinator::load_incomplete`]).
     pub fn replay(
         &mut self,
         partition: i32,
@@ -201,32 +213,20 @@ impl GroupCoordinator {
         let Some(PartitionLoad::Loading(loaded)) = self.partitions.get_mut(&partition) else {
             return Err(RecordError::PartitionNotLoading(partition));
         };
-        match decode_key(key)? {
-            RecordKey::OffsetCommit {
-                group,
-                topic,
-                partition,
-            } => {
-                let value = value.map(OffsetCommitValue::decode).transpose()?;
-                loaded
-                    .offsets
-                    .entry(group)
-                    .or_default()
-                    .insert((topic, partition), value);
-            }
-            RecordKey::GroupMetadata { group } => {
-                let value = match value {
-                    Some(raw) => Some((
-                        GroupMetadataValue::decode(raw)?,
-                        Bytes::copy_from_slice(raw),
-                    )),
-                    None => None,
-                };
-                loaded.metadata.insert(group, value);
-            }
-            RecordKey::Other(_) => {}
+        let replayed = replay_into(loaded, key, value);
+        if replayed.is_err() {
+            loaded.incomplete = true;
         }
-        Ok(())
+        replayed
+    }
+
+    /// Records of the loading `partition` were not replayed (a read failed, a batch could
+    /// not be decoded, the load stopped before the log's end): its groups are served from
+    /// what was read, but it is never compacted ([`GroupCoordinator::snapshot_records`]).
+    pub fn load_incomplete(&mut self, partition: i32) {
+        if let Some(PartitionLoad::Loading(loaded)) = self.partitions.get_mut(&partition) {
+            loaded.incomplete = true;
+        }
     }
 
     /// The partition's groups become servable: groups with members are Stable, their sessions
@@ -238,15 +238,20 @@ impl GroupCoordinator {
         ) {
             return;
         }
-        let Some(PartitionLoad::Loading(loaded)) =
-            self.partitions.insert(partition, PartitionLoad::Serving)
-        else {
+        let Some(PartitionLoad::Loading(loaded)) = self.partitions.remove(&partition) else {
             return;
         };
         let LoadedRecords {
             mut metadata,
             offsets,
+            incomplete,
         } = loaded;
+        self.partitions.insert(
+            partition,
+            PartitionLoad::Serving {
+                complete: !incomplete,
+            },
+        );
         let mut ids: Vec<String> = metadata.keys().chain(offsets.keys()).cloned().collect();
         ids.sort();
         ids.dedup();
@@ -398,10 +403,15 @@ impl GroupCoordinator {
     }
 
     /// The live state of `partition` as records: each group's latest stored metadata and its
-    /// stored offsets, enough to replace everything older in the partition.
-    pub fn snapshot_records(&self, partition: i32) -> Vec<OffsetsRecord> {
-        if !self.is_serving(partition) {
-            return Vec::new();
+    /// stored offsets, enough to replace everything older in the partition. `None` unless the
+    /// partition is served from a complete load: after a partial one, records that were not
+    /// read would be replaced by nothing.
+    pub fn snapshot_records(&self, partition: i32) -> Option<Vec<OffsetsRecord>> {
+        if !matches!(
+            self.partitions.get(&partition),
+            Some(PartitionLoad::Serving { complete: true })
+        ) {
+            return None;
         }
         let mut groups: Vec<&Group> = self
             .groups
@@ -424,7 +434,7 @@ impl GroupCoordinator {
                 });
             }
         }
-        records
+        Some(records)
     }
 
     /// Every committed offset held: (group, topic, partition, offset). Read-only, for the
@@ -449,7 +459,7 @@ impl GroupCoordinator {
     pub(super) fn is_serving(&self, partition: i32) -> bool {
         matches!(
             self.partitions.get(&partition),
-            Some(PartitionLoad::Serving)
+            Some(PartitionLoad::Serving { .. })
         )
     }
 
@@ -462,7 +472,7 @@ impl GroupCoordinator {
     /// Whether this coordinator can answer for `group_id` now: the error code if not.
     pub(super) fn check_coordinator(&self, group_id: &str) -> Result<(), i16> {
         match self.partitions.get(&self.partition_of(group_id)) {
-            Some(PartitionLoad::Serving) => Ok(()),
+            Some(PartitionLoad::Serving { .. }) => Ok(()),
             Some(PartitionLoad::Loading(_)) => Err(ResponseError::CoordinatorLoadInProgress.code()),
             None => Err(ResponseError::NotCoordinator.code()),
         }
@@ -511,5 +521,112 @@ impl GroupCoordinator {
             },
             out,
         );
+    }
+}
+
+/// One record into the records of a loading partition.
+fn replay_into(
+    loaded: &mut LoadedRecords,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<(), RecordError> {
+    match decode_key(key)? {
+        RecordKey::OffsetCommit {
+            group,
+            topic,
+            partition,
+        } => {
+            let value = value.map(OffsetCommitValue::decode).transpose()?;
+            loaded
+                .offsets
+                .entry(group)
+                .or_default()
+                .insert((topic, partition), value);
+        }
+        RecordKey::GroupMetadata { group } => {
+            let value = match value {
+                Some(raw) => Some((
+                    GroupMetadataValue::decode(raw)?,
+                    Bytes::copy_from_slice(raw),
+                )),
+                None => None,
+            };
+            loaded.metadata.insert(group, value);
+        }
+        RecordKey::Other(_) => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: i32 = 3;
+
+    fn commit_record(group: &str, offset: i64) -> (Bytes, Bytes) {
+        let value = OffsetCommitValue {
+            offset,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp: 0,
+            expire_timestamp: None,
+        };
+        (encode_offset_commit_key(group, "t", 0), value.encode())
+    }
+
+    /// A coordinator that loaded partition `P` from `records` (a `None` value: a record that
+    /// does not decode), after `gap` when the service reports a gap in the log.
+    fn loaded(records: &[(&str, Option<i64>)], gap: bool) -> GroupCoordinator {
+        let mut coord = GroupCoordinator::new(GroupConfig::default());
+        coord.begin_load(P);
+        for (group, offset) in records {
+            let (key, value) = commit_record(group, offset.unwrap_or(0));
+            let value = if offset.is_some() {
+                value
+            } else {
+                Bytes::from_static(&[0xff, 0xff])
+            };
+            let _ = coord.replay(P, &key, Some(&value));
+        }
+        if gap {
+            coord.load_incomplete(P);
+        }
+        coord.finish_load(P, 0);
+        coord
+    }
+
+    /// Compaction replaces the partition with its snapshot: after a partial load the
+    /// snapshot lacks what was not loaded, so there must be none (issue 12).
+    #[test]
+    fn a_partially_loaded_partition_has_no_snapshot() {
+        let whole = loaded(&[("a", Some(5)), ("b", Some(7))], false);
+        assert_eq!(whole.snapshot_records(P).map(|r| r.len()), Some(2));
+
+        let bad_record = loaded(&[("a", Some(5)), ("b", None)], false);
+        assert_eq!(
+            bad_record.snapshot_records(P),
+            None,
+            "a record did not decode"
+        );
+        let gap = loaded(&[("a", Some(5))], true);
+        assert_eq!(
+            gap.snapshot_records(P),
+            None,
+            "the log was not read to its end"
+        );
+
+        // What was read is still served.
+        for coord in [&bad_record, &gap] {
+            assert_eq!(
+                coord.committed_offsets(),
+                vec![("a".to_string(), "t".to_string(), 0, 5)]
+            );
+        }
+        // Loading it again, whole, allows compaction again.
+        let mut again = loaded(&[("a", Some(5))], true);
+        again.begin_load(P);
+        again.finish_load(P, 0);
+        assert_eq!(again.snapshot_records(P), Some(Vec::new()));
     }
 }

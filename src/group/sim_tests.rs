@@ -1145,7 +1145,7 @@ fn snapshot_replay_restores_groups_and_offsets() {
         coord
     };
     let snapshot: Vec<(i32, Vec<OffsetsRecord>)> = (0..PARTITIONS)
-        .map(|p| (p, sim.coord.snapshot_records(p)))
+        .map(|p| (p, sim.coord.snapshot_records(p).unwrap_or_default()))
         .collect();
     let full_log: Vec<(i32, Vec<OffsetsRecord>)> = (0..PARTITIONS)
         .map(|p| (p, sim.log.get(&p).cloned().unwrap_or_default()))

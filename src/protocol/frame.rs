@@ -43,16 +43,48 @@ pub async fn read_frame_head<R: AsyncRead + Unpin>(
     reader: &mut R,
     limit: usize,
 ) -> Result<Option<FrameHead>, FrameError> {
+    match read_frame_start(reader).await? {
+        Some(start) => read_frame_head_rest(reader, start, limit).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The first bytes of a frame's size prefix: the moment a client starts a request, which
+/// the connection times the rest of the request from.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameStart {
+    size_bytes: [u8; 4],
+    filled: usize,
+}
+
+/// Waits for the first bytes of the next frame (one read, usually the whole size prefix).
+/// `Ok(None)`: the peer closed the connection cleanly between frames.
+pub async fn read_frame_start<R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<FrameStart>, FrameError> {
     let mut size_bytes = [0u8; 4];
-    let mut filled = 0;
+    let filled = reader.read(&mut size_bytes).await?;
+    if filled == 0 {
+        return Ok(None);
+    }
+    Ok(Some(FrameStart { size_bytes, filled }))
+}
+
+/// Reads the rest of the head of a frame whose first bytes arrived: the size prefix
+/// (checked against `limit`) and the API key.
+pub async fn read_frame_head_rest<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    start: FrameStart,
+    limit: usize,
+) -> Result<FrameHead, FrameError> {
+    let FrameStart {
+        mut size_bytes,
+        mut filled,
+    } = start;
     while filled < 4 {
         let n = reader.read(&mut size_bytes[filled..]).await?;
         if n == 0 {
-            return if filled == 0 {
-                Ok(None)
-            } else {
-                Err(FrameError::Truncated)
-            };
+            return Err(FrameError::Truncated);
         }
         filled += n;
     }
@@ -71,7 +103,7 @@ pub async fn read_frame_head<R: AsyncRead + Unpin>(
     } else {
         None
     };
-    Ok(Some(FrameHead { size, api_key }))
+    Ok(FrameHead { size, api_key })
 }
 
 /// Reads the rest of the frame whose head was read; returns the whole body (API key included).

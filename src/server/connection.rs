@@ -3,7 +3,9 @@
 //! on this connection (`queued.max.request.bytes`), or, for Produce requests, on the shard
 //! (`ringbroker.produce.memory.max.bytes`, [`crate::util::memory_budget`]). Both budgets are
 //! waited for after a frame's size and API key are read and before its body is, so the bytes
-//! of a request the broker cannot take yet stay in the socket, not in the broker.
+//! of a request the broker cannot take yet stay in the socket, not in the broker. A
+//! connection idle for `connections.max.idle.ms`, or whose request stops arriving halfway,
+//! is closed ([`super::connection_timeouts`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -12,9 +14,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_lite::{AsyncRead, AsyncWriteExt};
 
+use super::connection_timeouts::{within, Activity, ReadError, Timeouts};
 use super::handlers::{self, HandlerError};
 use crate::metrics::registry::{self as metrics, RequestDone, Stage};
-use crate::protocol::frame::{read_frame_body, read_frame_head, FrameError};
+use crate::protocol::frame::{read_frame_body, read_frame_head_rest, read_frame_start, FrameError};
 use crate::protocol::header::RequestFrame;
 use crate::protocol::messages::ApiKey;
 use crate::runtime::{self, Task, TcpStream};
@@ -86,26 +89,63 @@ type Pending = (
 /// Bytes of the length prefix in front of every frame (counted in the byte metrics).
 const LENGTH_PREFIX: usize = 4;
 
+/// What a connection reads requests with.
+struct Reading<'a> {
+    limit: usize,
+    timeouts: Timeouts,
+    budget: &'a ByteBudget,
+    produce_memory: &'a MemoryBudget,
+    activity: &'a Activity,
+}
+
 /// Reads the next request frame once the connection's in-flight budget has room for it and,
 /// for a Produce request, once the shard's produce memory budget has too. `Ok(None)`: the
 /// client closed the connection between frames.
 async fn read_request<R: AsyncRead + Unpin>(
     reader: &mut R,
-    limit: usize,
-    budget: &ByteBudget,
-    produce_memory: &MemoryBudget,
-) -> Result<Option<(Bytes, Option<MemoryPermit>)>, FrameError> {
-    let Some(head) = read_frame_head(reader, limit).await? else {
+    r: &Reading<'_>,
+) -> Result<Option<(Bytes, Option<MemoryPermit>)>, ReadError> {
+    let start = match r.timeouts.idle {
+        Some(idle) => within_idle(idle, r.activity, read_frame_start(reader)).await?,
+        None => read_frame_start(reader).await,
+    };
+    let Some(start) = start? else {
         return Ok(None);
     };
-    budget.acquire(head.size).await;
+    let stalled = || ReadError::Stalled(r.timeouts.read);
+    let reading_from = Instant::now();
+    let head = within(
+        r.timeouts.read,
+        read_frame_head_rest(reader, start, r.limit),
+    )
+    .await
+    .ok_or_else(stalled)??;
+    // The bound is on the client's sending, not on the broker's budgets: the time spent
+    // waiting for them below is not counted.
+    let left = r.timeouts.read.saturating_sub(reading_from.elapsed());
+    r.budget.acquire(head.size).await;
     let permit = if head.api_key == Some(ApiKey::Produce as i16) {
-        Some(produce_memory.acquire(head.size).await)
+        Some(r.produce_memory.acquire(head.size).await)
     } else {
         None
     };
-    let body = read_frame_body(reader, head).await?;
+    let body = within(left, read_frame_body(reader, head))
+        .await
+        .ok_or_else(stalled)??;
     Ok(Some((body, permit)))
+}
+
+/// `wait` (for the first bytes of a request), unless the connection is idle for `idle` first.
+async fn within_idle<T>(
+    idle: Duration,
+    activity: &Activity,
+    wait: impl std::future::Future<Output = T>,
+) -> Result<T, ReadError> {
+    futures_lite::future::or(async { Ok(wait.await) }, async {
+        activity.idle_for(idle).await;
+        Err(ReadError::Idle(idle))
+    })
+    .await
 }
 
 /// Serves one connection until the client closes it, it misbehaves, or shutdown.
@@ -119,14 +159,19 @@ pub async fn serve(
     let (mut reader, mut writer) = futures_lite::io::split(stream);
     // Shared with every request task (group members record it as their client host).
     let request_peer: Rc<str> = Rc::from(peer.as_str());
-    let limit = shard.config.socket_request_max_bytes;
     let budget = Rc::new(ByteBudget::new(shard.config.connection_max_inflight_bytes));
+    let activity = Rc::new(Activity::new(Instant::now()));
+    // Set when the writer stops (the client went away, a request failed): the reader must
+    // not wait for a next request no one will answer.
+    let writer_stopped = Rc::new(ShutdownSignal::new());
     let fetch_turn = Rc::new(ByteBudget::new(FETCHES_IN_FLIGHT));
     let (tx, rx) = runtime::local_channel::<Pending>(MAX_PIPELINED_REQUESTS);
 
     let writer_budget = Rc::clone(&budget);
     let writer_fetch_turn = Rc::clone(&fetch_turn);
     let writer_peer = peer.clone();
+    let writer_activity = Rc::clone(&activity);
+    let writer_done = Rc::clone(&writer_stopped);
     let writer_task = runtime::spawn(async move {
         while let Some((task, size, api_key, version, read_at)) = rx.recv().await {
             let outcome = task.await;
@@ -145,6 +190,7 @@ pub async fn serve(
                     // One clock read for both: each costs tens of ns on some VMs.
                     let write_done = Instant::now();
                     metrics::record_stage(Stage::Write, write_done - write_started);
+                    writer_activity.finished(write_done);
                     done.bytes_out = bytes.len();
                     done.failed = written.is_err();
                     done.elapsed = write_done - read_at;
@@ -156,6 +202,7 @@ pub async fn serve(
                 }
                 Ok(None) => {
                     done.elapsed = read_at.elapsed();
+                    writer_activity.finished(read_at + done.elapsed);
                     metrics::record_request(done);
                 }
                 Err(e) => {
@@ -170,17 +217,26 @@ pub async fn serve(
                 writer_fetch_turn.release(1);
             }
         }
-        // A reader waiting for its fetch turn must see the end rather than wait forever.
+        // A reader waiting for its fetch turn or a request must see the end rather than wait
+        // forever.
         writer_fetch_turn.release(usize::MAX);
+        writer_done.trigger();
         let _ = writer.flush().await;
         let _ = writer.close().await;
     });
 
+    let reading = Reading {
+        limit: shard.config.socket_request_max_bytes,
+        timeouts: Timeouts::from_config(&shard.config),
+        budget: &budget,
+        produce_memory: &shard.produce_memory,
+        activity: &activity,
+    };
     loop {
         let next = futures_lite::future::or(
-            async { Some(read_request(&mut reader, limit, &budget, &shard.produce_memory).await) },
+            async { Some(read_request(&mut reader, &reading).await) },
             async {
-                shutdown.wait().await;
+                futures_lite::future::or(shutdown.wait(), writer_stopped.wait()).await;
                 None
             },
         )
@@ -189,8 +245,16 @@ pub async fn serve(
             None => break,
             Some(Ok(Some(read))) => read,
             Some(Ok(None)) => break,
-            Some(Err(FrameError::Truncated)) => {
+            Some(Err(ReadError::Frame(FrameError::Truncated))) => {
                 tracing::debug!(peer = %peer, "client disconnected mid-request");
+                break;
+            }
+            Some(Err(e @ ReadError::Idle(_))) => {
+                tracing::debug!(peer = %peer, reason = %e, "closing idle connection");
+                break;
+            }
+            Some(Err(e @ ReadError::Stalled(_))) => {
+                tracing::info!(peer = %peer, reason = %e, "closing connection: request stalled");
                 break;
             }
             Some(Err(e)) => {
@@ -199,6 +263,7 @@ pub async fn serve(
             }
         };
         let read_at = Instant::now();
+        activity.started(read_at);
         let size = frame.len();
         let request = match RequestFrame::parse(frame) {
             Ok(r) => r,

@@ -9,6 +9,7 @@
 pub mod accept;
 pub mod connection;
 pub mod connection_limits;
+mod connection_timeouts;
 pub mod handlers;
 mod housekeeping;
 mod refusal_log;

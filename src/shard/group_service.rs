@@ -262,6 +262,12 @@ impl Shard {
     /// into the coordinator. Groups of a partition answer COORDINATOR_LOAD_IN_PROGRESS until
     /// its load finished.
     pub(super) async fn load_group_partitions(self: &Rc<Self>) {
+        if let Some(partitions) = super::groups::offsets_partition_count(&self.metadata()) {
+            self.groups
+                .coordinator
+                .borrow_mut()
+                .set_offsets_partitions(partitions);
+        }
         let mut owned: Vec<i32> = self
             .owned_partitions()
             .iter()
@@ -276,24 +282,32 @@ impl Shard {
             }
             self.groups.coordinator.borrow_mut().begin_load(index);
             let started = std::time::Instant::now();
-            let replayed = match self.replay_group_partition(index).await {
-                Ok(n) => n,
-                Err(e) => {
-                    // The data that could be read is loaded; serving the rest beats refusing
-                    // every group of the partition forever.
-                    tracing::error!(partition = index, error = %e, "loading {OFFSETS_TOPIC} stopped early");
-                    0
+            let mut replayed = Replayed::default();
+            if let Err(e) = self.replay_group_partition(index, &mut replayed).await {
+                // The data that could be read is loaded; serving the rest beats refusing
+                // every group of the partition forever.
+                tracing::error!(partition = index, error = %e, "loading {OFFSETS_TOPIC} stopped early");
+                replayed.complete = false;
+            }
+            if !replayed.complete {
+                tracing::error!(
+                    partition = index,
+                    "{OFFSETS_TOPIC} partition loaded in part: it is not compacted until a \
+                     restart loads it whole (compaction would delete what was not loaded)"
+                );
+            }
+            {
+                let mut coordinator = self.groups.coordinator.borrow_mut();
+                if !replayed.complete {
+                    coordinator.load_incomplete(index);
                 }
-            };
-            self.groups
-                .coordinator
-                .borrow_mut()
-                .finish_load(index, runtime::now_ms());
+                coordinator.finish_load(index, runtime::now_ms());
+            }
             self.groups.rearm.notify();
-            if replayed > 0 {
+            if replayed.records > 0 {
                 tracing::info!(
                     partition = index,
-                    records = replayed,
+                    records = replayed.records,
                     ms = started.elapsed().as_millis() as u64,
                     "loaded {OFFSETS_TOPIC} partition"
                 );
@@ -301,15 +315,25 @@ impl Shard {
         }
     }
 
-    async fn replay_group_partition(&self, index: i32) -> Result<u64, GroupAppendError> {
+    /// Replays the partition into the coordinator, counting into `replayed` as it goes (an
+    /// error leaves what was replayed before it).
+    async fn replay_group_partition(
+        &self,
+        index: i32,
+        replayed: &mut Replayed,
+    ) -> Result<(), GroupAppendError> {
         let p = self
             .partition(OFFSETS_TOPIC, index)
             .ok_or(GroupAppendError::NotOwned(index))?;
         let mut offset = p.log.offsets().log_start_offset;
-        let mut replayed = 0u64;
+        replayed.complete = true;
         loop {
             let read = p.log.read(offset, 1 << 20, None).await?;
-            if read.records.is_empty() || offset >= read.log_end_offset {
+            if offset >= read.log_end_offset {
+                break;
+            }
+            if read.records.is_empty() {
+                replayed.complete = false;
                 break;
             }
             let mut rest: &[u8] = &read.records;
@@ -338,38 +362,31 @@ impl Shard {
                                 continue;
                             };
                             match coordinator.replay(index, key, r.value.as_deref()) {
-                                Ok(()) => replayed += 1,
-                                Err(e) => tracing::warn!(
-                                    partition = index,
-                                    offset = r.offset,
-                                    error = %e,
-                                    "skipping an unreadable {OFFSETS_TOPIC} record"
-                                ),
+                                Ok(()) => replayed.records += 1,
+                                Err(e) => replayed.skip(index, r.offset, "record", &e),
                             }
                         }
                     }
-                    Err(e) => tracing::warn!(
-                        partition = index,
-                        offset = header.base_offset,
-                        error = %e,
-                        "skipping an unreadable {OFFSETS_TOPIC} batch"
-                    ),
+                    Err(e) => replayed.skip(index, header.base_offset, "batch", &e),
                 }
                 offset = header.next_offset();
                 progressed = true;
                 rest = &rest[len..];
             }
             if !progressed {
+                // Bytes at `offset` that are not a batch: what follows is not read.
+                replayed.complete = false;
                 break;
             }
         }
-        Ok(replayed)
+        Ok(())
     }
 
     /// Rewrites the live state of big `__consumer_offsets` partitions at their end and drops
     /// everything before it (we have no log compaction; this keeps the partitions small and
-    /// loading fast). Skips a partition while appends to it are in flight: their records are
-    /// not in the coordinator's state yet and must not be dropped.
+    /// loading fast). Skips a partition while appends to it are in flight (their records are
+    /// not in the coordinator's state yet) and one loaded in part (the records not loaded
+    /// are in no state at all): neither may be dropped.
     pub(super) async fn compact_group_partitions(self: &Rc<Self>) {
         let candidates: Vec<i32> = self
             .owned_partitions()
@@ -391,7 +408,9 @@ impl Shard {
             if busy || !self.groups.loaded.borrow().contains(&index) {
                 continue;
             }
-            let records = self.groups.coordinator.borrow().snapshot_records(index);
+            let Some(records) = self.groups.coordinator.borrow().snapshot_records(index) else {
+                continue;
+            };
             self.groups.compacting.borrow_mut().insert(index);
             let result = self.rewrite_group_partition(index, records).await;
             self.groups.compacting.borrow_mut().remove(&index);
@@ -434,6 +453,23 @@ impl Shard {
             "compacted {OFFSETS_TOPIC} partition"
         );
         Ok(())
+    }
+}
+
+/// What loading one `__consumer_offsets` partition got through.
+#[derive(Debug, Default)]
+struct Replayed {
+    records: u64,
+    /// Every batch up to the log's end was read and replayed.
+    complete: bool,
+}
+
+impl Replayed {
+    /// A record or batch (`what`) at `offset` that could not be replayed: logged, and the
+    /// load is no longer complete.
+    fn skip(&mut self, partition: i32, offset: i64, what: &str, error: &dyn std::fmt::Display) {
+        self.complete = false;
+        tracing::warn!(partition, offset, error = %error, "skipping an unreadable {OFFSETS_TOPIC} {what}");
     }
 }
 

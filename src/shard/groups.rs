@@ -11,6 +11,7 @@ use crate::protocol::ResponseError;
 use crate::runtime;
 
 use super::messages::{ShardReply, ShardRequest};
+use super::metadata::ClusterMetadata;
 use super::Shard;
 
 /// Why a group call got no answer from its coordinator: a Kafka error code for the whole
@@ -21,7 +22,8 @@ impl Shard {
     /// The shard coordinating `group_id`, or None while `__consumer_offsets` does not exist.
     pub fn group_coordinator_shard(&self, group_id: &str) -> Option<usize> {
         let meta = self.metadata();
-        let partition = offsets_partition_for(group_id, self.config.group.offsets_partitions);
+        let partitions = offsets_partition_count(&meta)?;
+        let partition = offsets_partition_for(group_id, partitions);
         meta.shard_of(OFFSETS_TOPIC, partition, self.count)
     }
 
@@ -166,6 +168,14 @@ impl Shard {
         }
         out
     }
+}
+
+/// Partitions of `__consumer_offsets` as it exists, which groups are routed by (Kafka's
+/// rule): `offsets.topic.num.partitions` only sizes the topic when it is created, and a
+/// restart with another value must still find the groups where their records are.
+pub(super) fn offsets_partition_count(meta: &ClusterMetadata) -> Option<i32> {
+    let topic = meta.topic(OFFSETS_TOPIC)?;
+    i32::try_from(topic.partitions.len()).ok()
 }
 
 fn coordinator_missing_description(group_id: String) -> GroupDescription {

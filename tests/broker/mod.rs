@@ -132,7 +132,8 @@ impl Broker {
         }
         cmd.args(&self.args);
         cmd.envs(self.envs.iter().map(|(k, v)| (k, v)));
-        if std::env::var_os("RUST_LOG").is_none() {
+        let rust_log_given = self.envs.iter().any(|(k, _)| k == "RUST_LOG");
+        if std::env::var_os("RUST_LOG").is_none() && !rust_log_given {
             cmd.env("RUST_LOG", "info");
         }
         let mut child = cmd
@@ -189,6 +190,11 @@ impl Broker {
     /// The shard count of the next (re)start.
     pub fn set_shards(&mut self, shards: usize) {
         self.shards = shards;
+    }
+
+    /// The `NAME=VALUE` broker properties of the next (re)start, replacing the current ones.
+    pub fn set_settings(&mut self, settings: &[&str]) {
+        self.settings = settings.iter().map(|s| s.to_string()).collect();
     }
 
     pub fn pid(&self) -> i32 {
@@ -523,6 +529,31 @@ impl Client {
             r.error_code,
             r.error_message.as_ref().map(|m| m.to_string()),
         )
+    }
+
+    /// Writes `bytes` as they are (a partial frame, say).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send raw bytes");
+    }
+
+    /// Waits, at most [`WAIT`], for the broker to close this connection: false if it is still
+    /// open then. Bytes from the broker meanwhile fail the test.
+    pub fn closed_by_broker(&mut self) -> bool {
+        let mut buf = [0u8; 64];
+        match self.stream.read(&mut buf) {
+            Ok(0) => true,
+            Ok(n) => panic!("{n} unexpected bytes from the broker"),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                false
+            }
+            Err(e) => panic!("reading from the broker: {e}"),
+        }
     }
 
     /// Sends a request without waiting; returns its correlation id.

@@ -327,6 +327,18 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Request bytes in flight on one connection before the broker stops reading it.",
         ),
         (
+            "connections.max.idle.ms",
+            c.connections_max_idle_ms.to_string(),
+            TYPE_LONG,
+            "A connection with no request for this long is closed; -1 never closes one.",
+        ),
+        (
+            "ringbroker.request.read.timeout.ms",
+            c.request_read_timeout_ms.to_string(),
+            TYPE_LONG,
+            "Time for the rest of a request to arrive once its first bytes did (at most connections.max.idle.ms).",
+        ),
+        (
             "max.connections",
             c.max_connections.to_string(),
             TYPE_INT,
