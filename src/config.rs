@@ -41,6 +41,8 @@ pub const DEFAULT_METRICS_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAd
 /// client address can use.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
 
+/// Kafka's `log.flush.offset.checkpoint.interval.ms` default: 1 minute.
+pub const DEFAULT_CHECKPOINT_INTERVAL_MS: u64 = 60_000;
 /// Kafka's `connections.max.idle.ms` default: 10 minutes.
 pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: i64 = 600_000;
 /// `ringbroker.request.read.timeout.ms` unless set: Kafka clients give up on a request 30 s
@@ -103,6 +105,9 @@ pub struct BrokerConfig {
     pub connection_max_inflight_bytes: usize,
     /// `ringbroker.acks.all.fsync`: acks=all produce waits for an fdatasync (group-committed).
     pub fsync_on_acks_all: bool,
+    /// `log.flush.offset.checkpoint.interval.ms`: how often every partition's recovery point
+    /// and producer state are written (a roll writes them too).
+    pub checkpoint_interval_ms: u64,
     /// `connections.max.idle.ms`: a connection with no request being read and none in flight
     /// for this long is closed; negative (Kafka: -1) never closes one.
     pub connections_max_idle_ms: i64,
@@ -166,6 +171,7 @@ impl Default for BrokerConfig {
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
+            checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
             connections_max_idle_ms: DEFAULT_CONNECTIONS_MAX_IDLE_MS,
             request_read_timeout_ms: DEFAULT_REQUEST_READ_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -371,6 +377,9 @@ impl BrokerConfig {
                 }
             }
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
+            "log.flush.offset.checkpoint.interval.ms" => {
+                self.checkpoint_interval_ms = positive(value)? as u64
+            }
             "connections.max.idle.ms" => {
                 // Kafka takes any value and a negative one disables the check; 0 would close
                 // every connection between two requests.

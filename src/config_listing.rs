@@ -74,6 +74,9 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         .log_defaults
         .flush_ms
         .to_string()),
+    prop!("log.flush.offset.checkpoint.interval.ms", |c| c
+        .checkpoint_interval_ms
+        .to_string()),
     prop!("log.index.interval.bytes", |c| c
         .log_defaults
         .index_interval_bytes

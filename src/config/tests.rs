@@ -264,3 +264,15 @@ fn idle_and_request_read_timeouts() {
     assert_eq!(c.request_read_timeout(), Duration::from_secs(5));
     assert!(c.set("ringbroker.request.read.timeout.ms", "0").is_err());
 }
+
+#[test]
+fn checkpoint_interval_defaults_to_kafkas_and_parses() {
+    let mut c = BrokerConfig::default();
+    assert_eq!(c.checkpoint_interval_ms, 60_000, "Kafka's default");
+    c.set("log.flush.offset.checkpoint.interval.ms", "5000")
+        .expect("valid");
+    assert_eq!(c.checkpoint_interval_ms, 5000);
+    assert!(c
+        .set("log.flush.offset.checkpoint.interval.ms", "0")
+        .is_err());
+}

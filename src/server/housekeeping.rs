@@ -1,13 +1,12 @@
 //! When a shard's periodic jobs are due: scheduled flushes (`log.flush.interval.*`), the
-//! free-space check, and retention with checkpoints. Pure: the time is passed in, so the shard
+//! free-space check, retention, and checkpoints (`log.flush.offset.checkpoint.interval.ms`). Pure: the time is passed in, so the shard
 //! sleeps exactly until its next job instead of waking on a fixed tick.
 
 use std::time::{Duration, Instant};
 
 /// How often flush policies are checked, for partitions that have one.
 pub const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(500);
-/// How often retention runs and checkpoints are written (Kafka's
-/// log.retention.check.interval.ms is 5 minutes; checkpoints every minute).
+/// How often retention runs (Kafka's log.retention.check.interval.ms is 5 minutes).
 pub const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The jobs to run now.
@@ -16,21 +15,30 @@ pub struct Jobs {
     pub flush: bool,
     pub disk_check: bool,
     pub retention: bool,
+    pub checkpoint: bool,
 }
 
 #[derive(Debug, Clone)]
 pub struct Schedule {
     disk_check_interval: Duration,
+    checkpoint_interval: Duration,
     next_flush: Instant,
     next_disk_check: Instant,
     next_retention: Instant,
+    next_checkpoint: Instant,
 }
 
 impl Schedule {
     /// The disk check is due at once (a broker started on a nearly full disk says so).
-    pub fn new(now: Instant, disk_check_interval: Duration) -> Schedule {
+    pub fn new(
+        now: Instant,
+        disk_check_interval: Duration,
+        checkpoint_interval: Duration,
+    ) -> Schedule {
         Schedule {
             disk_check_interval,
+            checkpoint_interval,
+            next_checkpoint: now + checkpoint_interval,
             next_flush: now + FLUSH_CHECK_INTERVAL,
             next_disk_check: now,
             next_retention: now + RETENTION_INTERVAL,
@@ -43,7 +51,11 @@ impl Schedule {
             flush: now >= self.next_flush,
             disk_check: now >= self.next_disk_check,
             retention: now >= self.next_retention,
+            checkpoint: now >= self.next_checkpoint,
         };
+        if jobs.checkpoint {
+            self.next_checkpoint = now + self.checkpoint_interval;
+        }
         if jobs.flush {
             self.next_flush = now + FLUSH_CHECK_INTERVAL;
         }
@@ -59,7 +71,7 @@ impl Schedule {
     /// How long to sleep from `now` until the next job that matters: flush checks only while
     /// some partition has a flush policy, disk checks only on the shard that makes them.
     pub fn wait(&self, now: Instant, flush_checks: bool, disk_checks: bool) -> Duration {
-        let mut next = self.next_retention;
+        let mut next = self.next_retention.min(self.next_checkpoint);
         if flush_checks {
             next = next.min(self.next_flush);
         }
@@ -74,12 +86,14 @@ impl Schedule {
 mod tests {
     use super::*;
 
+    const CHECKPOINT: Duration = Duration::from_secs(60);
+
     const DISK: Duration = Duration::from_secs(10);
 
     #[test]
     fn an_idle_shard_without_flush_policies_sleeps_until_retention() {
         let t0 = Instant::now();
-        let mut s = Schedule::new(t0, DISK);
+        let mut s = Schedule::new(t0, DISK, CHECKPOINT);
         assert_eq!(
             s.take_due(t0),
             Jobs {
@@ -95,7 +109,7 @@ mod tests {
     #[test]
     fn each_job_is_due_once_per_interval_whatever_wakes_the_shard() {
         let t0 = Instant::now();
-        let mut s = Schedule::new(t0, DISK);
+        let mut s = Schedule::new(t0, DISK, CHECKPOINT);
         s.take_due(t0);
         let mut counts = (0, 0, 0);
         // Woken every 100 ms for 130 s (as if by something else): no job runs more often
@@ -112,7 +126,7 @@ mod tests {
     #[test]
     fn a_late_wakeup_runs_the_overdue_jobs_and_does_not_wait_again() {
         let t0 = Instant::now();
-        let mut s = Schedule::new(t0, DISK);
+        let mut s = Schedule::new(t0, DISK, CHECKPOINT);
         s.take_due(t0);
         let late = t0 + Duration::from_secs(100);
         assert_eq!(s.wait(late, true, true), Duration::ZERO);

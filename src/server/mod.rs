@@ -375,8 +375,11 @@ async fn shard_main(
                     disk_space::LOW_DISK_REPEAT_INTERVAL,
                 )
             });
-            let mut schedule =
-                housekeeping::Schedule::new(Instant::now(), disk_space::DISK_CHECK_INTERVAL);
+            let mut schedule = housekeeping::Schedule::new(
+                Instant::now(),
+                disk_space::DISK_CHECK_INTERVAL,
+                Duration::from_millis(shard.config.checkpoint_interval_ms),
+            );
             while !shutdown.is_triggered() {
                 let jobs = schedule.take_due(Instant::now());
                 if jobs.disk_check {
@@ -384,8 +387,10 @@ async fn shard_main(
                         disk_space::check(watch, &shard.config.data_dir);
                     }
                 }
-                if jobs.flush || jobs.retention {
-                    shard.housekeeping(runtime::now_ms(), jobs.retention).await;
+                if jobs.flush || jobs.retention || jobs.checkpoint {
+                    shard
+                        .housekeeping(runtime::now_ms(), jobs.retention, jobs.checkpoint)
+                        .await;
                     crate::health::slow_fsync::flush();
                 }
                 // Only partitions with a flush policy (log.flush.interval.*) need the frequent

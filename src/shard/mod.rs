@@ -642,7 +642,12 @@ impl Shard {
     }
 
     /// Periodic work: flush.ms, retention and checkpoints of every owned log.
-    pub async fn housekeeping(self: &Rc<Self>, now_ms: i64, retention_due: bool) {
+    pub async fn housekeeping(
+        self: &Rc<Self>,
+        now_ms: i64,
+        retention_due: bool,
+        checkpoint_due: bool,
+    ) {
         if retention_due {
             self.compact_group_partitions().await;
         }
@@ -654,11 +659,13 @@ impl Shard {
                 if let Err(e) = p.log.apply_retention(now_ms).await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "retention failed");
                 }
+                p.producers
+                    .expire(now_ms, self.config.producer_id_expiration_ms);
+            }
+            if checkpoint_due {
                 if let Err(e) = p.log.checkpoint().await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "checkpoint failed");
                 }
-                p.producers
-                    .expire(now_ms, self.config.producer_id_expiration_ms);
                 if let Err(e) = p.producers.snapshot(&p.log).await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot failed");
                 }

@@ -327,6 +327,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Request bytes in flight on one connection before the broker stops reading it.",
         ),
         (
+            "log.flush.offset.checkpoint.interval.ms",
+            c.checkpoint_interval_ms.to_string(),
+            TYPE_LONG,
+            "How often each partition's recovery point and producer state are written (also at every roll).",
+        ),
+        (
             "connections.max.idle.ms",
             c.connections_max_idle_ms.to_string(),
             TYPE_LONG,
