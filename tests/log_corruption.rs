@@ -608,7 +608,8 @@ fn garbage_checkpoint_means_a_full_scan() {
                 cp,
                 Checkpoint {
                     recovery_point: leo,
-                    log_start_offset: 0
+                    log_start_offset: 0,
+                    truncate_to: None,
                 }
             );
             log.close().await.expect("close");

@@ -17,11 +17,16 @@ use crate::runtime::{self, File};
 pub const CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 const FORMAT_LINE: &str = "ringbroker-log-checkpoint 0";
+const TRUNCATE_TO: &str = "truncate-to";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checkpoint {
     pub recovery_point: i64,
     pub log_start_offset: i64,
+    /// A truncation to this offset is under way: made durable before any file is cut, so an
+    /// open after a crash finishes it (a half-done truncation would otherwise come back as a
+    /// longer log). Absent in checkpoints written before truncation was crash-safe.
+    pub truncate_to: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,10 +35,14 @@ pub struct CheckpointFormatError(String);
 
 impl Checkpoint {
     pub fn encode(&self) -> String {
-        format!(
+        let mut text = format!(
             "{FORMAT_LINE}\nrecovery-point {}\nlog-start-offset {}\n",
             self.recovery_point, self.log_start_offset
-        )
+        );
+        if let Some(offset) = self.truncate_to {
+            text.push_str(&format!("{TRUNCATE_TO} {offset}\n"));
+        }
+        text
     }
 
     pub fn decode(text: &str) -> Result<Checkpoint, CheckpointFormatError> {
@@ -57,9 +66,22 @@ impl Checkpoint {
         };
         let recovery_point = field("recovery-point")?;
         let log_start_offset = field("log-start-offset")?;
+        let truncate_to = match lines.next() {
+            None => None,
+            Some(line) => {
+                let value = line
+                    .strip_prefix(TRUNCATE_TO)
+                    .and_then(|rest| rest.strip_prefix(' '))
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .filter(|v| *v >= 0)
+                    .ok_or_else(|| CheckpointFormatError(format!("unexpected line {line:?}")))?;
+                Some(value)
+            }
+        };
         Ok(Checkpoint {
             recovery_point,
             log_start_offset,
+            truncate_to,
         })
     }
 }
@@ -124,8 +146,15 @@ mod tests {
         let c = Checkpoint {
             recovery_point: 1234,
             log_start_offset: 17,
+            truncate_to: None,
         };
         assert_eq!(Checkpoint::decode(&c.encode()), Ok(c));
+        let intent = Checkpoint {
+            truncate_to: Some(99),
+            ..c
+        };
+        assert_eq!(Checkpoint::decode(&intent.encode()), Ok(intent));
+        assert!(Checkpoint::decode(&format!("{}junk 1\n", c.encode())).is_err());
         assert!(Checkpoint::decode("").is_err());
         assert!(Checkpoint::decode("ringbroker-log-checkpoint 0\nrecovery-point x\n").is_err());
         assert!(Checkpoint::decode(

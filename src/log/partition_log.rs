@@ -26,6 +26,7 @@ use super::stage::{stage, validate_all};
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
+use crate::util::notify::Notify;
 
 /// How an append should be acknowledged.
 #[derive(Debug, Clone, Copy)]
@@ -187,6 +188,7 @@ impl LogState {
         Checkpoint {
             recovery_point: self.recovery_point,
             log_start_offset: self.log_start_offset,
+            truncate_to: None,
         }
     }
 }
@@ -199,6 +201,45 @@ pub(super) struct LogInner {
     /// One checkpoint writer at a time: they share the temporary file, and each reads the
     /// state inside, so the file never goes back to older values.
     checkpoint_writer: Exclusive,
+    /// Reads under way on the files (a truncation waits for them before it cuts).
+    pub readers: ReaderCount,
+}
+
+/// Counts reads that are between choosing their byte range and reading it, so that a
+/// truncation, having fenced new reads, can wait for those before cutting the files.
+#[derive(Default)]
+pub struct ReaderCount {
+    active: std::cell::Cell<usize>,
+    drained: Notify,
+}
+
+impl ReaderCount {
+    pub fn enter(&self) -> ReadGuard<'_> {
+        self.active.set(self.active.get() + 1);
+        ReadGuard { count: self }
+    }
+
+    /// Resolves once no read is under way.
+    pub async fn drained(&self) {
+        while self.active.get() > 0 {
+            self.drained.notified().await;
+        }
+    }
+}
+
+/// A read in progress; leaving (even by cancellation) wakes a waiting truncation.
+pub struct ReadGuard<'a> {
+    count: &'a ReaderCount,
+}
+
+impl Drop for ReadGuard<'_> {
+    fn drop(&mut self) {
+        let left = self.count.active.get().saturating_sub(1);
+        self.count.active.set(left);
+        if left == 0 {
+            self.count.drained.notify();
+        }
+    }
 }
 
 impl LogInner {
@@ -321,9 +362,17 @@ impl Log {
                 clock,
                 report,
                 checkpoint_writer: Exclusive::new(),
+                readers: ReaderCount::default(),
             }),
         };
-        log.inner.write_checkpoint(|_| {}).await?;
+        match checkpoint.and_then(|c| c.truncate_to) {
+            // A crash interrupted a truncation: finish it before anyone reads.
+            Some(offset) => {
+                tracing::info!(dir = %dir.display(), offset, "finishing a truncation interrupted by a crash");
+                log.truncate_exclusive(offset).await?;
+            }
+            None => log.inner.write_checkpoint(|_| {}).await?,
+        }
         Ok(log)
     }
 

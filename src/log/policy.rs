@@ -131,6 +131,24 @@ pub fn flush_due(
     }
 }
 
+/// What a truncation to an offset does to the segments (by base offset, oldest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TruncationPlan {
+    /// Segments from this index on start at or after the offset: removed whole.
+    pub first_removed: usize,
+    /// The segment that holds the offset, cut inside; `None` when the offset is at or before
+    /// the first segment's base (nothing is kept: an empty segment starts at the offset).
+    pub cut: Option<usize>,
+}
+
+pub fn plan_truncation(segment_bases: &[i64], offset: i64) -> TruncationPlan {
+    let first_removed = segment_bases.partition_point(|&base| base < offset);
+    TruncationPlan {
+        first_removed,
+        cut: first_removed.checked_sub(1),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,5 +274,46 @@ mod tests {
             Some(0),
             i64::MAX
         ));
+    }
+
+    #[test]
+    fn truncation_removes_later_segments_and_cuts_the_one_holding_the_offset() {
+        let bases = [0, 100, 200];
+        let plan = |offset| plan_truncation(&bases, offset);
+        assert_eq!(
+            plan(150),
+            TruncationPlan {
+                first_removed: 2,
+                cut: Some(1)
+            }
+        );
+        assert_eq!(
+            plan(200),
+            TruncationPlan {
+                first_removed: 2,
+                cut: Some(1)
+            }
+        );
+        assert_eq!(
+            plan(201),
+            TruncationPlan {
+                first_removed: 3,
+                cut: Some(2)
+            }
+        );
+        assert_eq!(
+            plan(0),
+            TruncationPlan {
+                first_removed: 0,
+                cut: None
+            }
+        );
+        assert_eq!(
+            plan(1),
+            TruncationPlan {
+                first_removed: 1,
+                cut: Some(0)
+            }
+        );
     }
 }

@@ -88,6 +88,8 @@ impl Log {
                 st.config.index_interval_bytes,
             )
         };
+        // Entered with no await since the range was chosen: a truncation waits for this read.
+        let _reading = self.inner.readers.enter();
         let bound = upper_bound.map_or(end, |u| u.min(end));
         let mut records = Bytes::new();
         for (files, start, size, segment_base) in candidates {
@@ -157,6 +159,7 @@ impl Log {
         let Some((files, start, size)) = target else {
             return Ok(None);
         };
+        let _reading = self.inner.readers.enter();
         let mut found: Option<(u64, BatchHeader)> = None;
         scan_file(&files.log, start, size, false, |pos, header| {
             if found.is_none()

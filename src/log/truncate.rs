@@ -1,13 +1,27 @@
-//! Truncation: removing every batch from an offset on (a follower's primitive, and the cut
-//! after a failed write).
+//! Truncation: removing every batch from an offset on (a follower's primitive).
+//!
+//! Crash-safe and never half visible, in this order:
+//! 1. plan (pure: `policy::plan_truncation`) and find the cut inside the segment that holds
+//!    the offset by reading it, without changing anything;
+//! 2. fence readers: the readable end drops to the new end, and reads already under way are
+//!    waited for, so nobody reads bytes that are about to be cut;
+//! 3. make the intent durable: the checkpoint gets `truncate-to` (and a recovery point at or
+//!    below the cut), so an open after a crash anywhere below finishes the job;
+//! 4. cut the files: later segments removed newest first, the kept one truncated, its indexes
+//!    rewritten, all synced;
+//! 5. swap the in-memory state, then clear the intent.
+//!
+//! Truncating to where the log already ends only clears a leftover intent.
 
 use std::rc::Rc;
 
 use super::error::LogError;
 use super::partition_log::Log;
+use super::policy;
 use super::recovery;
 use super::scan::scan_file;
-use super::segment::{Segment, SegmentPaths};
+use super::segment::{Segment, SegmentFiles, SegmentPaths};
+use crate::runtime;
 
 impl Log {
     /// Removes every batch at or after `offset` (batches are removed whole: if `offset` falls
@@ -24,52 +38,37 @@ impl Log {
         result
     }
 
-    async fn truncate_exclusive(&self, offset: i64) -> Result<i64, LogError> {
+    pub(super) async fn truncate_exclusive(&self, offset: i64) -> Result<i64, LogError> {
         let dir = self.inner.dir.clone();
         let io = |during: &'static str| {
             let dir = dir.clone();
             move |e| LogError::from_io(&dir, during, e)
         };
-        let (keep_files, cut_from, removed, kept_base) = {
-            let mut st = self.inner.state.borrow_mut();
-            if offset >= st.next_offset() {
-                return Ok(st.next_offset());
-            }
-            let now = (self.inner.clock)();
-            // Whole segments at or after the offset go.
-            let first_removed = st.segments.partition_point(|s| s.base_offset < offset);
-            let removed: Vec<Segment> = st.segments.drain(first_removed..).collect();
-            if st.segments.is_empty() {
-                st.segments.push(Segment::new(offset.max(0), now));
-            }
-            let active = st.active_mut();
-            active.sealed = false;
-            active.seal_synced = false;
-            let files = active.files.clone();
-            let start = active
-                .offset_index
-                .lookup(active.relative(offset))
-                .map(|e| u64::from(e.position))
-                .unwrap_or(0);
-            (
-                files.map(|f| (f, start, active.size)),
-                offset,
-                removed,
-                active.base_offset,
-            )
-        };
-        for seg in &removed {
-            recovery::remove_segment_files(&SegmentPaths::new(&dir, seg.base_offset))
-                .await
-                .map_err(io("removing truncated segments"))?;
+        let now = (self.inner.clock)();
+        // 1. The plan, and the kept segment rebuilt up to the cut (reads only).
+        if offset >= self.offsets().log_end_offset {
+            self.inner.write_checkpoint(|_| {}).await?;
+            return Ok(self.offsets().log_end_offset);
         }
-        // Find the first batch that reaches `cut_from` in the kept segment, and rebuild the
-        // segment's in-memory state up to it.
-        let mut rebuilt = Segment::new(kept_base, (self.inner.clock)());
-        if let Some((files, _, size)) = &keep_files {
-            let interval = self.inner.state.borrow().config.index_interval_bytes;
+        let (plan, removed_bases, kept) = {
+            let st = self.inner.state.borrow();
+            let bases: Vec<i64> = st.segments.iter().map(|s| s.base_offset).collect();
+            let plan = policy::plan_truncation(&bases, offset);
+            let kept = plan.cut.map(|i| {
+                let s = &st.segments[i];
+                (s.base_offset, s.files.clone(), s.written.size)
+            });
+            (plan, bases[plan.first_removed..].to_vec(), kept)
+        };
+        let interval = self.inner.state.borrow().config.index_interval_bytes;
+        let mut rebuilt = match &kept {
+            Some((base, _, _)) => Segment::new(*base, now),
+            None => Segment::new(offset.max(0), now),
+        };
+        let kept_files: Option<Rc<SegmentFiles>> = kept.as_ref().and_then(|k| k.1.clone());
+        if let (Some(files), Some((_, _, size))) = (&kept_files, &kept) {
             scan_file(&files.log, 0, *size, false, |pos, header| {
-                if header.last_offset() >= cut_from {
+                if header.last_offset() >= offset {
                     return false;
                 }
                 rebuilt.record_batch(pos, header, interval);
@@ -77,6 +76,29 @@ impl Log {
             })
             .await
             .map_err(io("scanning for truncation"))?;
+        }
+        let new_end = rebuilt.next_offset;
+        // 2. Fence: nothing at or past the new end is readable from now on.
+        {
+            let mut st = self.inner.state.borrow_mut();
+            st.written_end = st.written_end.min(new_end);
+        }
+        self.inner.readers.drained().await;
+        // 3. The intent, durable before any file changes.
+        self.inner
+            .write_checkpoint(|cp| {
+                cp.recovery_point = cp.recovery_point.min(new_end);
+                cp.log_start_offset = cp.log_start_offset.min(new_end);
+                cp.truncate_to = Some(offset);
+            })
+            .await?;
+        // 4. The files.
+        for base in removed_bases.iter().rev() {
+            recovery::remove_segment_files(&SegmentPaths::new(&dir, *base))
+                .await
+                .map_err(io("removing truncated segments"))?;
+        }
+        if let Some(files) = &kept_files {
             files
                 .log
                 .truncate(rebuilt.size)
@@ -92,17 +114,24 @@ impl Log {
                 .await
                 .map_err(|e| LogError::from_sync(&dir, "syncing a truncated segment", e))?;
         }
+        runtime::sync_dir(&dir)
+            .await
+            .map_err(|e| LogError::from_sync(&dir, "syncing the log directory", e))?;
         if rebuilt.size > 0 {
-            rebuilt.rolling_base_ms = Some((self.inner.clock)());
+            rebuilt.rolling_base_ms = Some(now);
         }
         rebuilt.mark_all_written();
+        // 5. Memory, then the intent cleared.
         {
             let mut st = self.inner.state.borrow_mut();
-            let leo = rebuilt.next_offset;
-            *st.active_mut() = rebuilt;
-            st.written_end = leo;
-            st.recovery_point = st.recovery_point.min(leo);
-            st.log_start_offset = st.log_start_offset.min(leo);
+            st.segments.truncate(plan.first_removed);
+            match plan.cut {
+                Some(_) => *st.active_mut() = rebuilt,
+                None => st.segments.push(rebuilt),
+            }
+            st.written_end = new_end;
+            st.recovery_point = st.recovery_point.min(new_end);
+            st.log_start_offset = st.log_start_offset.min(new_end);
             st.unflushed_records = 0;
             st.oldest_unflushed_ms = None;
         }

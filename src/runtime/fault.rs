@@ -208,6 +208,8 @@ struct ScopeState {
     injected: u64,
     /// Set by [`FaultScope::crash`]: every operation fails, as if the process were gone.
     crashed: bool,
+    /// Operations left before the scope crashes by itself ([`FaultScope::crash_after`]).
+    crash_countdown: Option<u64>,
 }
 
 impl ScopeState {
@@ -234,8 +236,21 @@ impl ScopeState {
     }
 
     /// The injected outcome, if a rule fires for this call.
+    /// Counts one operation towards a planned crash; true once crashed.
+    fn tick(&mut self) -> bool {
+        if let Some(left) = self.crash_countdown {
+            if left == 0 {
+                self.crashed = true;
+                self.crash_countdown = None;
+            } else {
+                self.crash_countdown = Some(left - 1);
+            }
+        }
+        self.crashed
+    }
+
     fn fire(&mut self, op: FileOp, path: &Path) -> Option<Injected> {
-        if self.crashed {
+        if self.tick() {
             return Some(Injected::Errno(libc::EIO));
         }
         for active in self.rules.iter_mut() {
@@ -301,6 +316,7 @@ impl FaultScope {
             known_paths: Vec::new(),
             injected: 0,
             crashed: false,
+            crash_countdown: None,
         });
         ACTIVE.store(true, Ordering::Relaxed);
         FaultScope { root }
@@ -341,9 +357,23 @@ impl FaultScope {
         self.with(|s| s.crashed = true);
     }
 
+    /// Crashes (as [`FaultScope::crash`]) at the `n`-th file operation from now (0: the next
+    /// one): stepping `n` up walks a crash through every point of a multi-step change.
+    pub fn crash_after(&self, n: u64) {
+        self.with(|s| s.crash_countdown = Some(n));
+    }
+
+    /// Whether the scope has crashed (by [`FaultScope::crash`] or a countdown).
+    pub fn crashed(&self) -> bool {
+        self.with(|s| s.crashed)
+    }
+
     /// After [`FaultScope::crash`]: operations work again; files are as the crash left them.
     pub fn restart(&self) {
-        self.with(|s| s.crashed = false);
+        self.with(|s| {
+            s.crashed = false;
+            s.crash_countdown = None;
+        });
     }
 
     /// Rewrites the tracked files as a power loss now would leave them. Call it once nothing
@@ -406,6 +436,7 @@ impl FaultScope {
             s.files.clear();
             s.known_paths.clear();
             s.crashed = false;
+            s.crash_countdown = None;
         });
         Ok(report)
     }
@@ -544,7 +575,7 @@ pub(super) fn after_sync_dir(dir: &Path) {
 /// Before a rename: fails once the scope has crashed.
 pub(super) fn before_rename(to: &Path) -> io::Result<()> {
     let to = absolute(to);
-    if with_scope(&to, |s| s.crashed) == Some(true) {
+    if with_scope(&to, |s| s.tick()) == Some(true) {
         return Err(injected_error(libc::EIO, FileOp::Write, &to));
     }
     Ok(())
@@ -567,7 +598,7 @@ pub(super) fn before_remove(path: &Path) -> io::Result<()> {
     let path = absolute(path);
     let under = path.clone();
     let crashed = with_scope(&under, |s| {
-        if s.crashed {
+        if s.tick() {
             return true;
         }
         if !path.exists() {
@@ -625,6 +656,7 @@ mod tests {
             known_paths: Vec::new(),
             injected: 0,
             crashed: false,
+            crash_countdown: None,
         };
         let log = Path::new("/x/0.log");
         let fired: Vec<bool> = (0..4)

@@ -1,0 +1,116 @@
+//! A crash at every point of a truncation (file operation by file operation, through the
+//! fault layer's countdown), followed by `kill -9` or a power loss, leaves either the whole log
+//! (the truncation had not become durable) or exactly the truncated one — never a state in
+//! between, such as later segments removed but the segment holding the offset not cut. Before
+//! truncation was crash-safe, a crash after the later segments were removed left a log ending
+//! at the end of the kept segment.
+
+mod common;
+
+use std::path::Path;
+
+use common::{opts, seq_batch, verify_log, XorShift};
+use ringbroker::log::{Log, LogConfig};
+use ringbroker::runtime::block_on;
+use ringbroker::runtime::fault::{FaultScope, PowerLoss};
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 4096,
+        index_interval_bytes: 256,
+        ..LogConfig::default()
+    }
+}
+
+/// Appends durably until the log has 4 segments; returns its end.
+async fn fill(log: &Log, rng: &mut XorShift) -> i64 {
+    for _ in 0..500 {
+        if log.offsets().segments >= 4 {
+            break;
+        }
+        let next = log.offsets().log_end_offset as u64;
+        let lens: Vec<usize> = (0..rng.range(1, 4))
+            .map(|_| rng.range(21, 400) as usize)
+            .collect();
+        log.append(&seq_batch(next, &lens, 1_700_000_000_000), opts(true))
+            .await
+            .expect("append");
+    }
+    log.offsets().log_end_offset
+}
+
+/// One run: build, crash at operation `crash_at` of a truncation to `target`, end the process
+/// (`power` or not), reopen. Returns (old end, end after reopening, truncation finished
+/// without the crash, where a completed truncation ends).
+fn run(
+    dir: &Path,
+    scope: &FaultScope,
+    seed: u64,
+    crash_at: u64,
+    power: bool,
+) -> (i64, i64, bool, i64) {
+    let mut rng = XorShift::new(seed);
+    let (old_end, target, completed) = block_on(async {
+        let log = Log::open(dir, config()).await.expect("open");
+        let old_end = fill(&log, &mut rng).await;
+        let bases = log.segment_bases();
+        // Inside the second segment, so one is kept, one is cut and two are removed.
+        let target = bases[1] + (bases[2] - bases[1]) / 2;
+        scope.crash_after(crash_at);
+        let result = log.truncate_to(target).await;
+        let completed = result.is_ok() && !scope.crashed();
+        scope.crash();
+        (old_end, target, completed)
+    })
+    .expect("executor");
+    if power {
+        scope
+            .power_loss(PowerLoss::DropUnsynced)
+            .expect("power loss");
+    } else {
+        scope.restart();
+    }
+    let (end, cut_end) = block_on(async {
+        let log = Log::open(dir, config()).await.expect("reopen");
+        verify_log(&log, 0).await.expect("a valid prefix");
+        let end = log.offsets().log_end_offset;
+        // Where a finished truncation ends: the last batch boundary at or below the target.
+        let cut_end = log.truncate_to(target).await.expect("truncate again");
+        log.close().await.expect("close");
+        (end, cut_end)
+    })
+    .expect("executor");
+    (old_end, end, completed, cut_end)
+}
+
+#[test]
+fn a_crash_anywhere_in_a_truncation_leaves_the_whole_log_or_the_truncated_one() {
+    let mut steps = 0;
+    for power in [false, true] {
+        let mut finished = false;
+        for crash_at in 0..400u64 {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let scope = FaultScope::install(tmp.path());
+            let dir = tmp.path().join("t-0");
+            let (old_end, end, completed, cut_end) = run(&dir, &scope, 7, crash_at, power);
+            assert!(
+                end == old_end || end == cut_end,
+                "crash at operation {crash_at} of the truncation (power loss: {power}): the log ends at {end}, neither the whole log ({old_end}) nor the truncated one ({cut_end})"
+            );
+            if completed {
+                assert_eq!(end, cut_end, "a truncation that returned is durable");
+                finished = true;
+                break;
+            }
+            steps += 1;
+        }
+        assert!(
+            finished,
+            "the truncation never completed within the countdown range"
+        );
+    }
+    assert!(
+        steps > 10,
+        "the countdown walked through the truncation's steps ({steps})"
+    );
+}
