@@ -128,3 +128,29 @@ fn a_write_error_takes_the_log_offline_but_a_full_disk_does_not() {
     })
     .expect("executor");
 }
+
+#[test]
+fn a_read_error_fails_that_read_only() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let scope = FaultScope::install(tmp.path());
+    let dir = tmp.path().join("t-0");
+    block_on(async {
+        let log = Log::open(&dir, LogConfig::default()).await.expect("open");
+        log.append(&batch(0), opts(true)).await.expect("append");
+        scope.add_rule(
+            FaultRule::on(FileOp::Read)
+                .matching(".log")
+                .times(1)
+                .errno(libc::EIO),
+        );
+        let failed = log.read(0, 1 << 20, None).await;
+        assert!(matches!(failed, Err(LogError::Io { .. })), "{failed:?}");
+        // Nothing was written wrong: the data is still there for the next read and appends
+        // go on.
+        let again = log.read(0, 1 << 20, None).await.expect("read again");
+        assert!(!again.records.is_empty());
+        log.append(&batch(2), opts(true)).await.expect("append");
+        log.close().await.expect("close");
+    })
+    .expect("executor");
+}

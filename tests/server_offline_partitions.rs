@@ -164,3 +164,39 @@ fn create_topics_reports_partitions_that_cannot_be_opened() {
     drop(c);
     broker.stop_cleanly();
 }
+
+/// A failed fsync while serving (injected with `RINGBROKER_FAILPOINT=fsync-eio:t-1`): the
+/// produce that needed it fails with KAFKA_STORAGE_ERROR, the partition goes offline (every
+/// later request answers 56, Metadata has no leader for it), the other partition keeps
+/// serving, and the broker stops cleanly.
+#[test]
+fn a_failed_fsync_takes_the_partition_offline_while_the_others_serve() {
+    let broker = Broker::start_with_args(
+        &[],
+        &[("RINGBROKER_FAILPOINT", "fsync-eio:t-1")],
+        &["ringbroker.acks.all.fsync=true"],
+    );
+    let mut c = broker.client();
+    c.create_topic("t", 2, &[]);
+    assert_eq!(c.produce("t", 0, 2, 10), (NONE, 0), "partition 0 syncs");
+    let (code, _) = c.produce("t", 1, 2, 10);
+    assert_eq!(code, KAFKA_STORAGE_ERROR, "the produce whose fsync failed");
+    // The next fsync would not fail the same way on a real disk, but may vouch for lost
+    // pages: the partition stays offline.
+    assert_partition_answers(&mut c, "t", 1, KAFKA_STORAGE_ERROR);
+    assert_eq!(
+        c.produce("t", 0, 1, 10),
+        (NONE, 2),
+        "partition 0 still serves"
+    );
+    let parts = partitions(&mut c, "t");
+    let node = parts[0].leader_id;
+    assert_eq!(parts[1].error_code, LEADER_NOT_AVAILABLE);
+    assert_eq!(parts[1].leader_id, BrokerId(-1));
+    assert_eq!(parts[1].offline_replicas, vec![node]);
+    assert_eq!((parts[0].error_code, parts[0].leader_id), (NONE, node));
+    let log = broker.full_log();
+    assert!(log.contains("storage failure"), "{log}");
+    drop(c);
+    broker.stop_cleanly();
+}

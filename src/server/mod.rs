@@ -123,6 +123,7 @@ const PORT_RELEASE_WAIT: Duration = Duration::from_secs(2);
 pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     let started = std::time::Instant::now();
     let _lock = DataDirLock::acquire(&config.data_dir)?;
+    let _fsync_failpoint = fsync_failpoint(&config.data_dir);
     let listen = check_port_free(config.listen)?;
     if config.listen.port() == 0 && config.advertised_follows_listeners() {
         config.advertised_port = listen.port();
@@ -235,6 +236,28 @@ fn stop_on_panic() {
 fn failpoint(kind: &str, shard: usize) -> bool {
     std::env::var("RINGBROKER_FAILPOINT")
         .is_ok_and(|v| v.split(',').any(|f| f == format!("{kind}:{shard}")))
+}
+
+/// Test hook `RINGBROKER_FAILPOINT=fsync-eio:<topic>-<partition>`: every fsync of that
+/// partition's segment files fails with EIO (through the fault layer, which then tracks only
+/// that directory), so tests see a storage failure end to end.
+fn fsync_failpoint(data_dir: &std::path::Path) -> Option<crate::runtime::fault::FaultScope> {
+    use crate::runtime::fault::{FaultRule, FaultScope, FileOp};
+    let value = std::env::var("RINGBROKER_FAILPOINT").ok()?;
+    let partition = value
+        .split(',')
+        .find_map(|f| f.strip_prefix("fsync-eio:"))?;
+    let scope = FaultScope::install(&data_dir.join(partition));
+    scope.add_rule(
+        FaultRule::on(FileOp::Fsync)
+            .matching(".log")
+            .errno(libc::EIO),
+    );
+    tracing::warn!(
+        partition,
+        "test failpoint: every fsync of this partition's segments fails with EIO"
+    );
+    Some(scope)
 }
 
 /// The connections of one shard that are still being served; shutdown waits for none.
