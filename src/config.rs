@@ -180,7 +180,8 @@ impl Default for BrokerConfig {
             produce_memory_max_bytes: None,
             log_defaults: LogConfig::default(),
             group: GroupConfig::default(),
-            producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            producer_id_expiration_ms:
+                crate::idempotence::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             metrics_listen: Some(DEFAULT_METRICS_LISTEN),
             metrics_listen_explicit: false,
             slow_fsync_warn_ms: DEFAULT_SLOW_FSYNC_WARN_MS,

@@ -10,10 +10,10 @@ mod tmpfs;
 use std::path::{Path, PathBuf};
 
 use common::{file_batches, opts, producer_seq_batch, release, verify_log};
+use ringbroker::idempotence::append::ProduceError;
+use ringbroker::idempotence::producer_snapshot::{list_snapshots, snapshot_path};
 use ringbroker::log::{AppendInfo, Log, LogConfig};
-use ringbroker::producer_snapshot::{list_snapshots, snapshot_path};
 use ringbroker::runtime::{block_on, now_ms};
-use ringbroker::shard::idempotent_append::ProduceError;
 use ringbroker::shard::partition::Partition;
 use tmpfs::Tmpfs;
 

@@ -7,8 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringbroker::producer_snapshot::{decode, encode};
-use ringbroker::producer_state::{increment_sequence, ProducerBatch};
+use ringbroker::idempotence::producer_snapshot::{decode, encode};
+use ringbroker::idempotence::producer_state::{increment_sequence, ProducerBatch};
 
 #[global_allocator]
 static ALLOCATOR: ringbroker::alloc_guard::GuardedAllocator =

@@ -1,9 +1,9 @@
 //! Kafka error codes for what a shard's work can fail with: log, produce and metadata errors,
 //! and the per-operation results of partitions that are unknown or whose shard did not answer.
 
-use super::idempotent_append;
 use super::messages::{AdminError, PartitionError, PartitionOp, PartitionResult};
 use super::metadata::MetadataError;
+use crate::idempotence::append;
 use crate::log::LogError;
 use crate::protocol::ResponseError;
 
@@ -30,9 +30,9 @@ pub fn log_error(e: LogError) -> PartitionError {
 }
 
 /// Maps a produce error to the Kafka error code a client expects.
-pub fn produce_error(e: idempotent_append::ProduceError) -> PartitionError {
+pub fn produce_error(e: append::ProduceError) -> PartitionError {
     match e {
-        idempotent_append::ProduceError::Log(e) => log_error(e),
+        append::ProduceError::Log(e) => log_error(e),
         other => PartitionError {
             code: other
                 .kafka_code()

@@ -11,7 +11,6 @@ pub mod fetch;
 pub mod fetch_budget;
 pub mod group_service;
 pub mod groups;
-pub mod idempotent_append;
 pub mod messages;
 pub mod metadata;
 pub mod metadata_store;

@@ -11,9 +11,9 @@ use super::partition_dirs::{self, Aside, PartitionDirError};
 use super::recovery_summary::RecoverySummary;
 use super::{PartitionKey, Shard};
 use crate::config::topic_log_config;
+use crate::idempotence::append::ProducerLoad;
 use crate::log::{Log, LogConfig};
 use crate::runtime;
-use crate::shard::idempotent_append::ProducerLoad;
 
 impl Shard {
     /// Opens the logs of partitions this shard owns in `meta` and has not opened yet, applies

@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use super::idempotent_append::{self, ProduceError, ProducerLoad, ProducerStates};
+use crate::idempotence::append::{self, ProduceError, ProducerLoad, ProducerStates};
 use crate::log::{AppendInfo, AppendOptions, Log, LogError};
 use crate::runtime;
 use crate::util::local_oneshot;
@@ -83,7 +83,7 @@ impl Partition {
         records: &[u8],
         options: AppendOptions,
     ) -> Result<AppendInfo, ProduceError> {
-        let result = idempotent_append::append(&self.producers, &self.log, records, options).await;
+        let result = append::append(&self.producers, &self.log, records, options).await;
         if result.is_ok() {
             self.notify_append();
             self.snapshot_after_roll();

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::idempotent_append::ProducerLoad;
+use crate::idempotence::append::ProducerLoad;
 use crate::log::RecoveryReport;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

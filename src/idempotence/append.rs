@@ -14,9 +14,11 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::idempotence::producer_snapshot;
+use crate::idempotence::producer_state::{
+    Admission, ProducerBatch, ProducerStateTable, SequenceError,
+};
 use crate::log::{AppendInfo, AppendOptions, Log, LogError};
-use crate::producer_snapshot;
-use crate::producer_state::{Admission, ProducerBatch, ProducerStateTable, SequenceError};
 use crate::protocol::record_batch::{BatchHeader, TimestampType};
 use crate::protocol::ResponseError;
 use crate::runtime;

@@ -18,7 +18,9 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::producer_state::{BatchMetadata, ProducerEntry, ProducerStateTable, RETAINED_BATCHES};
+use crate::idempotence::producer_state::{
+    BatchMetadata, ProducerEntry, ProducerStateTable, RETAINED_BATCHES,
+};
 use crate::runtime::{self, File};
 
 const MAGIC: &[u8; 4] = b"RBPS";
@@ -281,7 +283,7 @@ pub async fn load_newest(dir: &Path, log_end: i64) -> io::Result<Option<Producer
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::producer_state::ProducerBatch;
+    use crate::idempotence::producer_state::ProducerBatch;
     use proptest::prelude::*;
 
     fn sample() -> ProducerStateTable {
