@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::log::record_check::RecordCheckError;
 use crate::log::{AppendInfo, AppendOptions, Log, LogError};
 use crate::producer_snapshot;
 use crate::producer_state::{Admission, ProducerBatch, ProducerStateTable, SequenceError};
@@ -39,6 +40,9 @@ pub enum ProduceError {
     MultipleBatches(usize),
     #[error("the batch of producer {0} has no base sequence")]
     MissingSequence(i64),
+    /// Records the topic's config refuses (compacted without a key, timestamp out of range).
+    #[error(transparent)]
+    Records(#[from] crate::log::record_check::RecordCheckError),
 }
 
 impl ProduceError {
@@ -57,6 +61,11 @@ impl ProduceError {
             ProduceError::MultipleBatches(_) | ProduceError::MissingSequence(_) => {
                 ResponseError::InvalidRecord
             }
+            ProduceError::Records(e) => match e {
+                RecordCheckError::InvalidTimestamp(_) => ResponseError::InvalidTimestamp,
+                RecordCheckError::InvalidRecord(_) => ResponseError::InvalidRecord,
+                RecordCheckError::Corrupt(_) => ResponseError::CorruptMessage,
+            },
         };
         Some(e.code())
     }
