@@ -509,98 +509,6 @@ fn parse_ip_overrides(v: &str) -> Result<BTreeMap<IpAddr, u32>, String> {
     Ok(out)
 }
 
-/// Topic-level settings (CreateTopics configs, AlterConfigs) applied over the broker defaults.
-pub fn topic_log_config(
-    defaults: &LogConfig,
-    overrides: &BTreeMap<String, String>,
-) -> Result<LogConfig, ConfigError> {
-    let mut c = defaults.clone();
-    for (name, value) in overrides {
-        set_topic_property(&mut c, name, value)?;
-    }
-    Ok(c)
-}
-
-/// The topic properties ringbroker understands, with Kafka's names.
-pub const TOPIC_PROPERTIES: &[&str] = &[
-    "segment.bytes",
-    "segment.ms",
-    "retention.ms",
-    "retention.bytes",
-    "index.interval.bytes",
-    "flush.messages",
-    "flush.ms",
-    "max.message.bytes",
-    "message.timestamp.type",
-    "cleanup.policy",
-];
-
-/// Sets one topic property on a log config.
-pub fn set_topic_property(c: &mut LogConfig, name: &str, value: &str) -> Result<(), ConfigError> {
-    let bad = |reason: String| ConfigError::BadValue {
-        name: name.to_string(),
-        reason,
-    };
-    let int = |v: &str| -> Result<i64, ConfigError> {
-        v.trim()
-            .parse::<i64>()
-            .map_err(|_| bad(format!("expected an integer, got {v:?}")))
-    };
-    let at_least = |v: &str, min: i64| -> Result<i64, ConfigError> {
-        let n = int(v)?;
-        if n < min {
-            return Err(bad(format!("must be at least {min}, got {n}")));
-        }
-        Ok(n)
-    };
-    match name {
-        "segment.bytes" => c.segment_bytes = at_least(value, 14)? as u64,
-        "segment.ms" => c.segment_ms = at_least(value, 1)?,
-        "retention.ms" => c.retention_ms = at_least(value, -1)?,
-        "retention.bytes" => c.retention_bytes = at_least(value, -1)?,
-        "index.interval.bytes" => {
-            c.index_interval_bytes = narrow(at_least(value, 0)?).map_err(bad)?
-        }
-        "flush.messages" => c.flush_messages = at_least(value, 1)? as u64,
-        "flush.ms" => c.flush_ms = at_least(value, 0)?,
-        "max.message.bytes" => c.max_message_bytes = at_least(value, 0)? as usize,
-        "message.timestamp.type" => {
-            c.message_timestamp_type = parse_timestamp_type(value).map_err(bad)?
-        }
-        // Only deletion is implemented; accept the value Kafka uses by default.
-        "cleanup.policy" if value == "delete" => {}
-        "cleanup.policy" => return Err(bad("only `delete` is supported".to_string())),
-        _ => return Err(ConfigError::UnknownProperty(name.to_string())),
-    }
-    Ok(())
-}
-
-/// The current value of a topic property, as DescribeConfigs reports it.
-pub fn topic_property_value(c: &LogConfig, name: &str) -> Option<String> {
-    Some(match name {
-        "segment.bytes" => c.segment_bytes.to_string(),
-        "segment.ms" => c.segment_ms.to_string(),
-        "retention.ms" => c.retention_ms.to_string(),
-        "retention.bytes" => c.retention_bytes.to_string(),
-        "index.interval.bytes" => c.index_interval_bytes.to_string(),
-        "flush.messages" => {
-            if c.flush_messages == u64::MAX {
-                i64::MAX.to_string()
-            } else {
-                c.flush_messages.to_string()
-            }
-        }
-        "flush.ms" => c.flush_ms.to_string(),
-        "max.message.bytes" => c.max_message_bytes.to_string(),
-        "message.timestamp.type" => match c.message_timestamp_type {
-            TimestampType::CreateTime => "CreateTime".to_string(),
-            TimestampType::LogAppendTime => "LogAppendTime".to_string(),
-        },
-        "cleanup.policy" => "delete".to_string(),
-        _ => return None,
-    })
-}
-
 /// `n` in a narrower integer type; a cast would wrap a large value into a wrong (even
 /// negative) one.
 fn narrow<T: TryFrom<i64>>(n: i64) -> Result<T, String> {
@@ -677,6 +585,9 @@ fn flatten(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>
         }
     }
 }
+
+pub mod topic_properties;
+pub use topic_properties::{topic_log_config, topic_property_value, TOPIC_PROPERTIES};
 
 #[cfg(test)]
 mod tests;

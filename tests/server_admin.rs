@@ -201,7 +201,7 @@ fn topic_configs_describe_and_alter() {
     // Every topic property, the override DYNAMIC, the rest defaults.
     let d = c.describe_configs(4, TOPIC, "cfg", None);
     assert_eq!(d.error_code, NONE, "{:?}", d.error_message);
-    for name in ringbroker::config::TOPIC_PROPERTIES {
+    for name in ringbroker::config::TOPIC_PROPERTIES.iter().map(|p| p.name) {
         let e = config(&d, name);
         assert!(!e.read_only && !e.is_sensitive, "{name}");
         assert!(
@@ -261,8 +261,14 @@ fn topic_configs_describe_and_alter() {
     assert_eq!(code, INVALID_CONFIG);
     let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("delete"))], false);
     assert_eq!(code, NONE, "APPEND of a value already in the list");
-    let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("compact"))], false);
-    assert_eq!(code, INVALID_CONFIG, "compaction is not supported");
+    let (code, msg) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("compact"))], false);
+    assert_eq!(code, NONE, "{msg:?}");
+    let d = c.describe_configs(4, TOPIC, "cfg", Some(&["cleanup.policy"]));
+    assert_eq!(value(&d, "cleanup.policy"), "compact,delete");
+    let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 3, Some("compact"))], false);
+    assert_eq!(code, NONE, "SUBTRACT");
+    let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("bogus"))], false);
+    assert_eq!(code, INVALID_CONFIG, "not a cleanup policy");
 
     // AlterConfigs: bad values and unknown names are INVALID_CONFIG with a message.
     let (code, msg) = c.alter(TOPIC, "cfg", &[("retention.ms", "soon")]);

@@ -4,12 +4,10 @@
 
 use bytes::Bytes;
 
+use crate::log::record_check::with_records_section;
 use crate::protocol::legacy::compress_records;
 pub use crate::protocol::record_batch::Compression;
-use crate::protocol::record_batch::{
-    compute_crc, ATTRIBUTES_OFFSET, BATCH_HEADER_LEN, BATCH_LENGTH_OFFSET, COMPRESSION_CODEC_MASK,
-    CRC_OFFSET, LOG_OVERHEAD,
-};
+use crate::protocol::record_batch::BATCH_HEADER_LEN;
 
 use super::error::{ClientError, ClientResult};
 
@@ -52,17 +50,8 @@ pub fn compress_batch(plain: Bytes, codec: Compression) -> ClientResult<Bytes> {
     }
     let records = compress_records(codec.id(), &plain[BATCH_HEADER_LEN..])
         .map_err(|e| ClientError::Compression(e.to_string()))?;
-    let mut batch = Vec::with_capacity(BATCH_HEADER_LEN + records.len());
-    batch.extend_from_slice(&plain[..BATCH_HEADER_LEN]);
-    batch.extend_from_slice(&records);
-    let attributes = i16::from_be_bytes([plain[ATTRIBUTES_OFFSET], plain[ATTRIBUTES_OFFSET + 1]]);
-    let attributes = (attributes & !COMPRESSION_CODEC_MASK) | i16::from(codec.id());
-    batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
-    let length = i32::try_from(batch.len() - LOG_OVERHEAD)
-        .map_err(|_| ClientError::Batch("compressed batch too large".into()))?;
-    batch[BATCH_LENGTH_OFFSET..BATCH_LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
-    let crc = compute_crc(&batch);
-    batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    let batch = with_records_section(&plain, &records, codec)
+        .ok_or_else(|| ClientError::Batch("compressed batch too large".into()))?;
     Ok(Bytes::from(batch))
 }
 

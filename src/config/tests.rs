@@ -21,8 +21,9 @@ fn huge_values_are_rejected_not_wrapped() {
         );
     }
     assert_eq!(c.num_partitions, 1);
-    let mut log = LogConfig::default();
-    assert!(set_topic_property(&mut log, "index.interval.bytes", "4294967296").is_err());
+    let overrides =
+        BTreeMap::from([("index.interval.bytes".to_string(), "4294967296".to_string())]);
+    assert!(topic_log_config(&LogConfig::default(), &overrides).is_err());
 }
 
 /// Kafka's own default for `queued.max.request.bytes` is -1 (no limit); a config file
@@ -228,8 +229,8 @@ fn topic_properties_round_trip() {
     );
     overrides.insert("bogus".to_string(), "1".to_string());
     assert!(topic_log_config(&LogConfig::default(), &overrides).is_err());
-    for name in TOPIC_PROPERTIES {
-        assert!(topic_property_value(&c, name).is_some(), "{name}");
+    for p in TOPIC_PROPERTIES {
+        assert!(topic_property_value(&c, p.name).is_some(), "{}", p.name);
     }
 }
 

@@ -18,6 +18,7 @@ use crate::idempotence::producer_snapshot;
 use crate::idempotence::producer_state::{
     Admission, ProducerBatch, ProducerStateTable, SequenceError,
 };
+use crate::log::record_check::RecordCheckError;
 use crate::log::{AppendInfo, AppendOptions, Log, LogError};
 use crate::protocol::record_batch::{BatchHeader, TimestampType};
 use crate::protocol::ResponseError;
@@ -41,6 +42,9 @@ pub enum ProduceError {
     MultipleBatches(usize),
     #[error("the batch of producer {0} has no base sequence")]
     MissingSequence(i64),
+    /// Records the topic's config refuses (compacted without a key, timestamp out of range).
+    #[error(transparent)]
+    Records(#[from] crate::log::record_check::RecordCheckError),
 }
 
 impl ProduceError {
@@ -59,6 +63,11 @@ impl ProduceError {
             ProduceError::MultipleBatches(_) | ProduceError::MissingSequence(_) => {
                 ResponseError::InvalidRecord
             }
+            ProduceError::Records(e) => match e {
+                RecordCheckError::InvalidTimestamp(_) => ResponseError::InvalidTimestamp,
+                RecordCheckError::InvalidRecord(_) => ResponseError::InvalidRecord,
+                RecordCheckError::Corrupt(_) => ResponseError::CorruptMessage,
+            },
         };
         Some(e.code())
     }

@@ -12,6 +12,8 @@
 //! - [`recovery`]: loading and repairing after a crash
 //! - [`segment`], [`offset_index`], [`time_index`], [`checkpoint`]: the on-disk pieces
 //! - [`policy`]: roll, retention and flush decisions as pure functions
+//! - [`record_check`]: looking inside batches when a topic asks (keys of compacted topics,
+//!   timestamp bounds, recompression to `compression.type`)
 //! - [`scan`]: walking batch headers in a buffer or a file
 //! - [`segment_read`]: reading whole batches out of one segment (the fetch path)
 pub mod checkpoint;
@@ -23,6 +25,7 @@ pub mod offset_index;
 pub mod partition_log;
 pub mod policy;
 pub mod read;
+pub mod record_check;
 pub mod recovery;
 mod retention;
 pub mod scan;

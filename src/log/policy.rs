@@ -12,6 +12,8 @@ pub enum RollReason {
     Age,
     /// Offsets would no longer fit the index's 32-bit relative offsets.
     OffsetOverflow,
+    /// The offset or time index holds what `segment.index.bytes` allows.
+    IndexFull,
 }
 
 /// What `should_roll` looks at.
@@ -24,6 +26,27 @@ pub struct RollInputs {
     pub batch_len: u64,
     pub batch_last_offset: i64,
     pub now_ms: i64,
+    /// Entries of the active segment's offset index and time index.
+    pub active_index_entries: (usize, usize),
+    /// Taken off `segment.ms` for the active segment (see [`segment_jitter_ms`]).
+    pub jitter_ms: i64,
+}
+
+/// The active segment's share of `segment.jitter.ms`: Kafka draws it at random per segment;
+/// here it is a hash of when the segment got its first batch and its base offset, so that
+/// segments started at different moments roll at different ages, and a test can predict it.
+pub fn segment_jitter_ms(config: &LogConfig, base_offset: i64, rolling_base_ms: i64) -> i64 {
+    let bound = config.segment_jitter_ms.min(config.segment_ms);
+    if bound <= 0 {
+        return 0;
+    }
+    // splitmix64 of the two inputs: well spread for consecutive values.
+    let mut x = (base_offset as u64) ^ (rolling_base_ms as u64).rotate_left(32);
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    (x % bound as u64) as i64
 }
 
 /// Kafka's `shouldRoll`: an empty segment is never rolled (a batch larger than the segment
@@ -35,8 +58,15 @@ pub fn should_roll(config: &LogConfig, inputs: RollInputs) -> Option<RollReason>
     if inputs.active_size + inputs.batch_len > config.effective_segment_bytes() {
         return Some(RollReason::Size);
     }
+    let (max_offset_entries, max_time_entries) = config.max_index_entries();
+    if inputs.active_index_entries.0 >= max_offset_entries
+        || inputs.active_index_entries.1 >= max_time_entries
+    {
+        return Some(RollReason::IndexFull);
+    }
     if let Some(base) = inputs.active_rolling_base_ms {
-        if config.segment_ms >= 0 && inputs.now_ms.saturating_sub(base) > config.segment_ms {
+        let segment_ms = config.segment_ms.saturating_sub(inputs.jitter_ms);
+        if config.segment_ms >= 0 && inputs.now_ms.saturating_sub(base) > segment_ms {
             return Some(RollReason::Age);
         }
     }
@@ -89,7 +119,9 @@ pub fn plan_retention(
         count += 1;
         reason = Some(RetentionReason::LogStartOffset);
     }
-    if config.retention_ms >= 0 {
+    // Retention by time and size is the `delete` cleanup policy (a compact-only topic keeps
+    // its segments; the cleaner shrinks it instead).
+    if config.cleanup_policy.delete && config.retention_ms >= 0 {
         while count < deletable
             && now_ms.saturating_sub(segments[count].largest_timestamp) > config.retention_ms
         {
@@ -97,7 +129,7 @@ pub fn plan_retention(
             reason = Some(RetentionReason::Time);
         }
     }
-    if config.retention_bytes >= 0 {
+    if config.cleanup_policy.delete && config.retention_bytes >= 0 {
         let total: u64 = segments[count..].iter().map(|s| s.size).sum();
         let mut excess = total as i64 - config.retention_bytes;
         while count < deletable && excess - segments[count].size as i64 >= 0 {
@@ -173,6 +205,8 @@ mod tests {
                 batch_len,
                 batch_last_offset: 10,
                 now_ms: now,
+                active_index_entries: (0, 0),
+                jitter_ms: 0,
             },
         )
     }
@@ -197,9 +231,71 @@ mod tests {
                 batch_len: 10,
                 batch_last_offset: i64::from(u32::MAX) + 1,
                 now_ms: 0,
+                active_index_entries: (0, 0),
+                jitter_ms: 0,
             },
         );
         assert_eq!(overflow, Some(RollReason::OffsetOverflow));
+    }
+
+    #[test]
+    fn segment_index_bytes_and_jitter() {
+        let config = LogConfig {
+            segment_index_bytes: 80,
+            segment_ms: 100,
+            segment_jitter_ms: 50,
+            ..LogConfig::default()
+        };
+        let inputs = |entries, now, jitter_ms| RollInputs {
+            active_size: 10,
+            active_base_offset: 0,
+            active_rolling_base_ms: Some(0),
+            batch_len: 10,
+            batch_last_offset: 10,
+            now_ms: now,
+            active_index_entries: entries,
+            jitter_ms,
+        };
+        // 80 bytes: 10 offset entries, 6 time entries.
+        assert_eq!(should_roll(&config, inputs((9, 5), 0, 0)), None);
+        assert_eq!(
+            should_roll(&config, inputs((10, 0), 0, 0)),
+            Some(RollReason::IndexFull)
+        );
+        assert_eq!(
+            should_roll(&config, inputs((0, 6), 0, 0)),
+            Some(RollReason::IndexFull)
+        );
+        assert_eq!(
+            should_roll(&config, inputs((0, 0), 71, 30)),
+            Some(RollReason::Age)
+        );
+        assert_eq!(should_roll(&config, inputs((0, 0), 70, 30)), None);
+        let jitters: std::collections::BTreeSet<i64> =
+            (0..100).map(|t| segment_jitter_ms(&config, 0, t)).collect();
+        assert!(jitters.iter().all(|j| (0..50).contains(j)));
+        assert!(jitters.len() > 10, "spread: {jitters:?}");
+        assert_eq!(segment_jitter_ms(&LogConfig::default(), 0, 5), 0);
+    }
+
+    #[test]
+    fn compact_only_topics_keep_their_segments() {
+        let config = LogConfig {
+            retention_ms: 0,
+            retention_bytes: 0,
+            cleanup_policy: crate::log::config::CleanupPolicy {
+                delete: false,
+                compact: true,
+            },
+            ..LogConfig::default()
+        };
+        let s = segs(&[(0, 100, 0), (10, 100, 0), (20, 100, 0)]);
+        assert_eq!(plan_retention(&config, &s, 0, 1000).delete_count, 0);
+        assert_eq!(
+            plan_retention(&config, &s, 15, 1000).delete_count,
+            1,
+            "DeleteRecords still"
+        );
     }
 
     fn segs(spec: &[(i64, u64, i64)]) -> Vec<SegmentSummary> {

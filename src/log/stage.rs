@@ -53,6 +53,9 @@ pub(super) fn stage(
         let base_offset = st.next_offset();
         let count = i64::from(header.last_offset_delta) + 1;
         let active = st.active();
+        let jitter_ms = active.rolling_base_ms.map_or(0, |started| {
+            policy::segment_jitter_ms(&st.config, active.base_offset, started)
+        });
         let roll = policy::should_roll(
             &st.config,
             RollInputs {
@@ -62,6 +65,8 @@ pub(super) fn stage(
                 batch_len: len as u64,
                 batch_last_offset: base_offset + count - 1,
                 now_ms: now,
+                active_index_entries: (active.offset_index.len(), active.time_index.len()),
+                jitter_ms,
             },
         );
         if let Some(reason) = roll {

@@ -23,10 +23,7 @@ pub fn log_error(e: LogError) -> PartitionError {
         | LogError::Unrecoverable { .. } => ResponseError::KafkaStorageError.code(),
         LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
     };
-    PartitionError {
-        code,
-        message: e.to_string(),
-    }
+    PartitionError::new(code, e.to_string())
 }
 
 /// Maps a produce error to the Kafka error code a client expects.
@@ -38,6 +35,10 @@ pub fn produce_error(e: append::ProduceError) -> PartitionError {
                 .kafka_code()
                 .unwrap_or(ResponseError::UnknownServerError.code()),
             message: other.to_string(),
+            record_errors: match &other {
+                append::ProduceError::Records(e) => e.record_errors().to_vec(),
+                _ => Vec::new(),
+            },
         },
     }
 }
@@ -60,7 +61,7 @@ pub(super) fn metadata_error(e: MetadataError) -> AdminError {
 }
 
 pub(super) fn error_result(op: &PartitionOp, code: i16, message: String) -> PartitionResult {
-    let err = PartitionError { code, message };
+    let err = PartitionError::new(code, message);
     match op {
         PartitionOp::Produce { .. } => PartitionResult::Produce(Err(err)),
         PartitionOp::Fetch { .. } => PartitionResult::Fetch(Err(err)),

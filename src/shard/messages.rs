@@ -120,6 +120,18 @@ impl PartitionOp {
 pub struct PartitionError {
     pub code: i16,
     pub message: String,
+    /// The records that made a produce fail (KIP-467, Produce v8+); empty otherwise.
+    pub record_errors: Vec<crate::log::record_check::RecordError>,
+}
+
+impl PartitionError {
+    pub fn new(code: i16, message: String) -> PartitionError {
+        PartitionError {
+            code,
+            message,
+            record_errors: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -334,10 +334,10 @@ impl Shard {
         let results: Vec<PartitionResult> = results
             .into_iter()
             .map(|r| {
-                r.unwrap_or(PartitionResult::Fetch(Err(PartitionError {
-                    code: ResponseError::UnknownServerError.code(),
-                    message: "no result".to_string(),
-                })))
+                r.unwrap_or(PartitionResult::Fetch(Err(PartitionError::new(
+                    ResponseError::UnknownServerError.code(),
+                    "no result".to_string(),
+                ))))
             })
             .collect();
         metrics_report::count_partition_errors(&results);

@@ -5,8 +5,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use crate::idempotence::append::{self, ProduceError, ProducerLoad, ProducerStates};
-use crate::log::{AppendInfo, AppendOptions, Log, LogError};
+use crate::log::{record_check, AppendInfo, AppendOptions, Log, LogError};
 use crate::runtime;
+use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 
 /// Wakes one long-polling fetch when any of the partitions it watches gets data. The fetch
@@ -48,6 +49,8 @@ pub struct Partition {
     /// The active segment when producer state was last snapshotted: a roll snapshots again,
     /// so a restart replays at most the active segment (Kafka snapshots at every roll).
     snapshot_segment: Cell<i64>,
+    /// Produces whose records are being checked (see [`Partition::produce`]), one at a time.
+    checking: Exclusive,
 }
 
 impl Partition {
@@ -60,6 +63,7 @@ impl Partition {
             waiters: RefCell::new(Vec::new()),
             corrupt_logged_at: Cell::new(None),
             snapshot_segment: Cell::new(-1),
+            checking: Exclusive::new(),
         }
     }
 
@@ -78,12 +82,39 @@ impl Partition {
 
     /// Appends a producer's batches: idempotent ones are checked against their producer's
     /// sequence (a duplicate gets its original offsets, nothing is written). Wakes fetchers.
+    ///
+    /// A topic whose config looks inside batches (compacted, timestamp bounds, another
+    /// codec) has them checked and rewritten first, off the reactor when that means
+    /// decompressing or compressing.
     pub async fn produce(
         &self,
         records: &[u8],
         options: AppendOptions,
     ) -> Result<AppendInfo, ProduceError> {
-        let result = append::append(&self.producers, &self.log, records, options).await;
+        let config = self.log.config();
+        let mut rewritten = None;
+        let mut in_order = None;
+        if config.inspects_records() {
+            // Produces wait here in arrival order, so one that goes to a blocking thread is
+            // not overtaken by the next; the guard is released just before staging, which
+            // the append does before its first await.
+            in_order = Some(self.checking.enter().await);
+            let tp = format!("{}-{}", self.topic, self.index);
+            let now = options.now_ms;
+            rewritten = if record_check::needs_thread(records, &config, now) {
+                let data = records.to_vec();
+                runtime::spawn_blocking(move || {
+                    record_check::check_records(&data, &config, now, &tp)
+                })
+                .await?
+            } else {
+                record_check::check_records(records, &config, now, &tp)?
+            };
+        }
+        let records = rewritten.as_deref().unwrap_or(records);
+        let appending = append::append(&self.producers, &self.log, records, options);
+        drop(in_order);
+        let result = appending.await;
         if result.is_ok() {
             self.notify_append();
             self.snapshot_after_roll();

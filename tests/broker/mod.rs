@@ -17,7 +17,9 @@ use kafka_protocol::messages::create_partitions_response::CreatePartitionsRespon
 use kafka_protocol::messages::create_topics_request::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
-use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicResult, CreateTopicsResponse,
+};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic,
 };
@@ -376,6 +378,22 @@ impl Client {
 
     /// CreateTopics v7 for one topic; panics unless it was created.
     pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+        let result = self.try_create_topic(name, partitions, configs, false);
+        assert_eq!(
+            result.error_code, 0,
+            "create {name}: {:?}",
+            result.error_message
+        );
+    }
+
+    /// CreateTopics v7 for one topic, replication factor 1: its result.
+    pub fn try_create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        configs: &[(&str, &str)],
+        validate_only: bool,
+    ) -> CreatableTopicResult {
         let mut topic = CreatableTopic::default();
         topic.name = topic_name(name);
         topic.num_partitions = partitions;
@@ -392,12 +410,9 @@ impl Client {
         let mut req = CreateTopicsRequest::default();
         req.topics = vec![topic];
         req.timeout_ms = 5000;
+        req.validate_only = validate_only;
         let resp: CreateTopicsResponse = self.call(ApiKey::CreateTopics, 7, &req);
-        assert_eq!(
-            resp.topics[0].error_code, 0,
-            "create {name}: {:?}",
-            resp.topics[0].error_message
-        );
+        resp.topics.into_iter().next().expect("one result")
     }
 
     /// Metadata v12 for one topic: (error code, partition count, topic id).

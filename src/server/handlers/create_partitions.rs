@@ -1,7 +1,8 @@
 //! CreatePartitions (key 37): grow a topic to a new partition count. Partitions never shrink
 //! (INVALID_PARTITIONS). The new partitions are placed on shards round-robin like a new topic's;
-//! a manual assignment is accepted only when it is what this one-broker cluster would do anyway
-//! (one replica, this broker), otherwise INVALID_REPLICA_ASSIGNMENT.
+//! a manual assignment is checked as Kafka's controller checks it and can, on one node, only
+//! be what this broker would do anyway (one replica, this broker): INVALID_REPLICA_ASSIGNMENT
+//! otherwise. validate_only answers without adding anything.
 
 use std::collections::HashMap;
 
@@ -14,6 +15,7 @@ use crate::protocol::messages::create_partitions_response::{
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
+use super::create_topics::check_replicas;
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;
 use crate::shard::metadata::MAX_PARTITIONS;
@@ -79,23 +81,21 @@ async fn grow(
         ));
     }
     if let Some(assignments) = &topic.assignments {
+        // Kafka's controller checks: one assignment per new partition, each a valid replica
+        // list as long as the topic's (one replica, this broker, on one node).
         let added = (total - current) as usize;
-        let node = shard.config.node_id;
         let bad = |m: String| Err((ResponseError::InvalidReplicaAssignment.code(), m));
         if assignments.len() != added {
             return bad(format!(
-                "{} replica assignments given for {added} new partitions",
+                "Attempted to add {added} additional partition(s), but only {} assignment(s) were specified.",
                 assignments.len()
             ));
         }
-        if let Some(a) = assignments
-            .iter()
-            .find(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != node)
-        {
-            let ids: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
-            return bad(format!(
-                "replica assignment {ids:?} is not possible: this cluster has one broker ({node}) and the topic one replica"
-            ));
+        for a in assignments {
+            let brokers: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+            if let Err(m) = check_replicas(&brokers, shard.config.node_id, Some(1)) {
+                return bad(m);
+            }
         }
     }
     let meta = shard

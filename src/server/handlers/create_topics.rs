@@ -1,15 +1,18 @@
-//! CreateTopics (key 19): partitions, configs, validate_only. Replication factor above 1 is
-//! INVALID_REPLICATION_FACTOR until clustering exists.
+//! CreateTopics (key 19): partitions, configs, validate_only, manual replica assignments.
+//! Replication factor above 1 is INVALID_REPLICATION_FACTOR until clustering exists; a manual
+//! assignment is checked as Kafka's controller checks it (every partition once, from 0, known
+//! brokers, no broker twice) and, on one node, can only be `[node.id]` per partition.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::protocol::messages::create_topics_request::CreateTopicsRequest;
+use crate::protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
 use crate::protocol::messages::create_topics_response::{
     CreatableTopicResult, CreateTopicsResponse,
 };
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
+use super::alter_configs::Failure;
 use super::{str_bytes, HandlerError, Request};
 use crate::shard::messages::AdminOp;
 use crate::shard::offline::could_not_open_message;
@@ -22,27 +25,25 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         let name = topic.name.0.to_string();
         let mut result = CreatableTopicResult::default();
         result.name = topic.name.clone();
-        let partitions = if topic.num_partitions == -1 {
-            shard.config.num_partitions
-        } else {
-            topic.num_partitions
+        let assigned = manual_partition_count(topic, shard.config.node_id);
+        let partitions = match &assigned {
+            Some(Ok(n)) => *n,
+            _ if topic.num_partitions == -1 => shard.config.num_partitions,
+            _ => topic.num_partitions,
         };
         if req.version() >= 5 {
             result.num_partitions = partitions;
             result.replication_factor = 1;
         }
-        let outcome = if topic.replication_factor > 1 {
+        let outcome = if let Some(Err(refused)) = assigned {
+            Err(refused)
+        } else if assigned.is_none() && topic.replication_factor > 1 {
             Err((
                 ResponseError::InvalidReplicationFactor.code(),
                 format!(
                     "replication factor {} is larger than the number of brokers (1)",
                     topic.replication_factor
                 ),
-            ))
-        } else if !topic.assignments.is_empty() {
-            Err((
-                ResponseError::InvalidRequest.code(),
-                "manual replica assignments are not supported".to_string(),
             ))
         } else {
             let mut configs = BTreeMap::new();
@@ -92,4 +93,73 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let mut response = CreateTopicsResponse::default();
     response.topics = results;
     req.encode(&response)
+}
+
+/// The partition count a manual assignment asks for (`None`: no assignment), or why Kafka
+/// refuses it.
+fn manual_partition_count(topic: &CreatableTopic, node: i32) -> Option<Result<i32, Failure>> {
+    if topic.assignments.is_empty() {
+        return None;
+    }
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
+        return Some(Err((
+            ResponseError::InvalidRequest.code(),
+            "Both numPartitions or replicationFactor and replicasAssignments were set. \
+             Both cannot be used at the same time."
+                .to_string(),
+        )));
+    }
+    let invalid = |m: String| Some(Err((ResponseError::InvalidReplicaAssignment.code(), m)));
+    let mut seen = BTreeSet::new();
+    for a in &topic.assignments {
+        if !seen.insert(a.partition_index) {
+            return invalid(format!(
+                "Found multiple manual partition assignments for partition {}",
+                a.partition_index
+            ));
+        }
+        let brokers: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+        if let Err(m) = check_replicas(&brokers, node, None) {
+            return invalid(m);
+        }
+    }
+    let count = seen.len() as i32;
+    if seen.iter().copied().ne(0..count) {
+        return invalid("partitions should be a consecutive 0-based integer sequence".to_string());
+    }
+    Some(Ok(count))
+}
+
+/// Kafka's checks of one partition's replica list (its `validateManualPartitionAssignment`):
+/// not empty, every broker known (here: only this one), none twice, and as many replicas as
+/// the topic has (`replication_factor`, when known).
+pub(super) fn check_replicas(
+    brokers: &[i32],
+    node: i32,
+    replication_factor: Option<usize>,
+) -> Result<(), String> {
+    if brokers.is_empty() {
+        return Err("The manual partition assignment includes an empty replica list.".to_string());
+    }
+    let mut sorted = brokers.to_vec();
+    sorted.sort_unstable();
+    for (i, b) in sorted.iter().enumerate() {
+        if *b != node {
+            return Err(format!(
+                "The manual partition assignment includes broker {b}, but no such broker is registered."
+            ));
+        }
+        if i > 0 && sorted[i - 1] == *b {
+            return Err(format!(
+                "The manual partition assignment includes the broker {b} more than once."
+            ));
+        }
+    }
+    match replication_factor {
+        Some(rf) if rf != sorted.len() => Err(format!(
+            "The manual partition assignment includes a partition with {} replica(s), but this is not consistent with previous partitions, which have {rf} replica(s).",
+            sorted.len()
+        )),
+        _ => Ok(()),
+    }
 }

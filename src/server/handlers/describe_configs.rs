@@ -1,5 +1,5 @@
-//! DescribeConfigs (key 32): the effective config of topics (every topic property ringbroker
-//! understands, with where its value comes from) and of this broker (read-only: broker
+//! DescribeConfigs (key 32): the effective config of topics (every topic property of the
+//! table in `config::topic_properties`, with where its value comes from) and of this broker (read-only: broker
 //! properties are set in the config file or on the command line).
 
 use crate::protocol::messages::describe_configs_request::{
@@ -13,7 +13,10 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
-use crate::config::{topic_log_config, topic_property_value, BrokerConfig, TOPIC_PROPERTIES};
+use crate::config::topic_properties::{
+    TOPIC_PROPERTIES, TYPE_BOOLEAN, TYPE_INT, TYPE_LONG, TYPE_STRING,
+};
+use crate::config::{topic_log_config, BrokerConfig};
 use crate::log::LogConfig;
 use crate::shard::metadata::validate_topic_name;
 
@@ -26,90 +29,6 @@ pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
 const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
-
-/// Config types (`DescribeConfigsResponse.ConfigType`, v3+).
-const TYPE_BOOLEAN: i8 = 1;
-const TYPE_STRING: i8 = 2;
-const TYPE_INT: i8 = 3;
-const TYPE_LONG: i8 = 5;
-pub(super) const TYPE_LIST: i8 = 7;
-
-/// What DescribeConfigs says about one topic property: the broker property that sets its
-/// default, its type and a line of documentation.
-pub struct TopicPropertyInfo {
-    pub name: &'static str,
-    pub broker_name: &'static str,
-    pub config_type: i8,
-    pub doc: &'static str,
-}
-
-/// One entry per name of [`TOPIC_PROPERTIES`].
-pub const TOPIC_PROPERTY_INFO: &[TopicPropertyInfo] = &[
-    TopicPropertyInfo {
-        name: "segment.bytes",
-        broker_name: "log.segment.bytes",
-        config_type: TYPE_INT,
-        doc: "Size at which the active segment is rolled.",
-    },
-    TopicPropertyInfo {
-        name: "segment.ms",
-        broker_name: "log.roll.ms",
-        config_type: TYPE_LONG,
-        doc: "Age at which the active segment is rolled.",
-    },
-    TopicPropertyInfo {
-        name: "retention.ms",
-        broker_name: "log.retention.ms",
-        config_type: TYPE_LONG,
-        doc: "Segments whose newest record is older than this are deleted; -1 keeps them forever.",
-    },
-    TopicPropertyInfo {
-        name: "retention.bytes",
-        broker_name: "log.retention.bytes",
-        config_type: TYPE_LONG,
-        doc: "Oldest segments are deleted while a partition is larger than this; -1: no limit.",
-    },
-    TopicPropertyInfo {
-        name: "index.interval.bytes",
-        broker_name: "log.index.interval.bytes",
-        config_type: TYPE_INT,
-        doc: "Bytes of log between two entries of the sparse offset index.",
-    },
-    TopicPropertyInfo {
-        name: "flush.messages",
-        broker_name: "log.flush.interval.messages",
-        config_type: TYPE_LONG,
-        doc: "fdatasync after this many records.",
-    },
-    TopicPropertyInfo {
-        name: "flush.ms",
-        broker_name: "log.flush.interval.ms",
-        config_type: TYPE_LONG,
-        doc: "fdatasync when the oldest unflushed write is this old.",
-    },
-    TopicPropertyInfo {
-        name: "max.message.bytes",
-        broker_name: "message.max.bytes",
-        config_type: TYPE_INT,
-        doc: "Largest record batch accepted.",
-    },
-    TopicPropertyInfo {
-        name: "message.timestamp.type",
-        broker_name: "log.message.timestamp.type",
-        config_type: TYPE_STRING,
-        doc: "CreateTime keeps producer timestamps; LogAppendTime stamps batches on append.",
-    },
-    TopicPropertyInfo {
-        name: "cleanup.policy",
-        broker_name: "log.cleanup.policy",
-        config_type: TYPE_LIST,
-        doc: "Retention policy; only `delete` is supported.",
-    },
-];
-
-pub fn topic_property_info(name: &str) -> Option<&'static TopicPropertyInfo> {
-    TOPIC_PROPERTY_INFO.iter().find(|i| i.name == name)
-}
 
 pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: DescribeConfigsRequest = req.decode()?;
@@ -213,37 +132,38 @@ fn describe_topic(
             format!("the stored config of topic {name} is invalid: {e}"),
         )
     })?;
+    let no_overrides = std::collections::BTreeMap::new();
     let mut configs = Vec::new();
     for prop in TOPIC_PROPERTIES {
-        if !wanted(resource, prop) {
+        let name = prop.name;
+        if !wanted(resource, name) {
             continue;
         }
-        let Some(value) = topic_property_value(&effective, prop) else {
-            continue;
-        };
-        let info = topic_property_info(prop);
-        let broker_name = info.map_or(*prop, |i| i.broker_name);
-        let broker_value = topic_property_value(broker_defaults, prop).unwrap_or_default();
-        let default_value = topic_property_value(&builtin, prop).unwrap_or_default();
+        let value = prop.value(&effective, &topic.configs);
+        let broker_value = prop.value(broker_defaults, &no_overrides);
+        let default_value = prop.value(&builtin, &no_overrides);
         let broker_source = if broker_value != default_value {
             SOURCE_STATIC_BROKER
         } else {
             SOURCE_DEFAULT
         };
-        // Synonyms, most specific first (as Kafka orders them).
+        // Synonyms, most specific first (as Kafka orders them); a property without a broker
+        // synonym (the throttles, tiered storage) has only its own name.
         let mut synonyms = Vec::new();
-        if let Some(v) = topic.configs.get(*prop) {
-            synonyms.push(synonym(prop, v.clone(), SOURCE_DYNAMIC_TOPIC));
+        if let Some(v) = topic.configs.get(name) {
+            synonyms.push(synonym(name, v.clone(), SOURCE_DYNAMIC_TOPIC));
         }
-        if broker_source == SOURCE_STATIC_BROKER {
-            synonyms.push(synonym(
-                broker_name,
-                broker_value.clone(),
-                SOURCE_STATIC_BROKER,
-            ));
+        if let Some(broker_name) = prop.broker_name {
+            if broker_source == SOURCE_STATIC_BROKER {
+                synonyms.push(synonym(
+                    broker_name,
+                    broker_value.clone(),
+                    SOURCE_STATIC_BROKER,
+                ));
+            }
+            synonyms.push(synonym(broker_name, default_value, SOURCE_DEFAULT));
         }
-        synonyms.push(synonym(broker_name, default_value, SOURCE_DEFAULT));
-        let source = if topic.configs.contains_key(*prop) {
+        let source = if topic.configs.contains_key(name) {
             SOURCE_DYNAMIC_TOPIC
         } else {
             broker_source
@@ -251,12 +171,12 @@ fn describe_topic(
         configs.push(entry(
             req,
             request,
-            prop,
+            name,
             value,
             source,
             false,
-            info.map_or(TYPE_STRING, |i| i.config_type),
-            info.map_or("", |i| i.doc),
+            prop.kind.config_type(),
+            prop.doc,
             synonyms,
         ));
     }
@@ -454,10 +374,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Warn when less than this percentage of the filesystem is free; 0 disables.",
         ),
     ];
-    // The topic defaults (`log.*`, `message.max.bytes`).
-    for info in TOPIC_PROPERTY_INFO {
-        if let Some(v) = topic_property_value(&c.log_defaults, info.name) {
-            props.push((info.broker_name, v, info.config_type, info.doc));
+    // The topic defaults (`log.*`, `message.max.bytes`, ...), under their broker names.
+    let no_overrides = std::collections::BTreeMap::new();
+    for p in TOPIC_PROPERTIES {
+        if let Some(broker_name) = p.broker_name {
+            let v = p.value(&c.log_defaults, &no_overrides);
+            props.push((broker_name, v, p.kind.config_type(), p.doc));
         }
     }
     props

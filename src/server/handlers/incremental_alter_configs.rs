@@ -21,9 +21,8 @@ use super::alter_configs::{
     apply_topic_configs, duplicate_resource_error, duplicate_resources, existing_topic_configs,
     Failure,
 };
-use super::describe_configs::{topic_property_info, TYPE_LIST};
 use super::{str_bytes, HandlerError, Request};
-use crate::config::{topic_property_value, TOPIC_PROPERTIES};
+use crate::config::topic_properties::{topic_property, TopicConfigError, TYPE_LIST};
 
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -99,14 +98,12 @@ fn apply_op(
 ) -> Result<(), Failure> {
     let invalid_request = |m: String| Err((ResponseError::InvalidRequest.code(), m));
     let known = || {
-        if TOPIC_PROPERTIES.contains(&key) {
-            Ok(())
-        } else {
-            Err((
+        topic_property(key).ok_or_else(|| {
+            (
                 ResponseError::InvalidConfig.code(),
-                format!("unknown topic config name: {key}"),
-            ))
-        }
+                TopicConfigError::Unknown(key.to_string()).to_string(),
+            )
+        })
     };
     match op {
         OP_SET => {
@@ -120,13 +117,13 @@ fn apply_op(
             configs.remove(key);
         }
         OP_APPEND | OP_SUBTRACT => {
-            known()?;
+            let prop = known()?;
             let verb = if op == OP_APPEND {
                 "append"
             } else {
                 "subtract"
             };
-            if topic_property_info(key).map(|i| i.config_type) != Some(TYPE_LIST) {
+            if prop.kind.config_type() != TYPE_LIST {
                 return invalid_request(format!(
                     "config value {verb} is not allowed for config key: {key} (not a list)"
                 ));
@@ -136,9 +133,7 @@ fn apply_op(
             };
             let current = match configs.get(key) {
                 Some(v) => v.clone(),
-                None => {
-                    topic_property_value(&req.shard.config.log_defaults, key).unwrap_or_default()
-                }
+                None => prop.value(&req.shard.config.log_defaults, &BTreeMap::new()),
             };
             let mut items = split_list(&current);
             for item in split_list(v) {

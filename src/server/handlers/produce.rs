@@ -1,12 +1,15 @@
 //! Produce (key 0): append record batches to partitions, wherever their shard is.
 //!
+//! Records a topic's config refuses (no key on a compacted topic, a timestamp out of range)
+//! fail the whole batch with `record_errors` and `error_message` (KIP-467, v8+).
+//!
 //! acks=0 gets no response; acks=1 is answered once the batches are in the log (page cache);
 //! acks=all (-1) likewise on one node, and additionally waits for an fdatasync when
 //! `ringbroker.acks.all.fsync` is set (group-committed with concurrent appends).
 
 use crate::protocol::messages::produce_request::ProduceRequest;
 use crate::protocol::messages::produce_response::{
-    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 };
 use crate::protocol::ResponseError;
 use bytes::Bytes;
@@ -204,6 +207,17 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
                         p.error_code = e.code;
                         tracing::debug!(topic = %topic.name.0, partition = part.index, error = %e.message, "produce failed");
                         if version >= 8 {
+                            // KIP-467: which records made the batch fail, and why.
+                            p.record_errors = e
+                                .record_errors
+                                .into_iter()
+                                .map(|r| {
+                                    let mut b = BatchIndexAndErrorMessage::default();
+                                    b.batch_index = r.batch_index;
+                                    b.batch_index_error_message = Some(str_bytes(r.message));
+                                    b
+                                })
+                                .collect();
                             p.error_message = Some(str_bytes(e.message));
                         }
                     }
