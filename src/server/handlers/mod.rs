@@ -64,8 +64,8 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::Fetch,
-        min_version: 4,
-        max_version: 12,
+        min_version: 0,
+        max_version: 17,
     },
     ApiSpec {
         key: ApiKey::ListOffsets,
