@@ -447,6 +447,18 @@ impl Client {
 
     /// ListOffsets v7: (error code, offset).
     pub fn list_offset(&mut self, topic: &str, partition: i32, timestamp: i64) -> (i16, i64) {
+        let (error, offset, _) = self.list_offset_at(7, topic, partition, timestamp);
+        (error, offset)
+    }
+
+    /// ListOffsets v1 or later: (error code, offset, leader epoch).
+    pub fn list_offset_at(
+        &mut self,
+        version: i16,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> (i16, i64, i32) {
         let mut p = ListOffsetsPartition::default();
         p.partition_index = partition;
         p.timestamp = timestamp;
@@ -456,9 +468,9 @@ impl Client {
         let mut req = ListOffsetsRequest::default();
         req.replica_id = BrokerId(-1);
         req.topics = vec![t];
-        let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, 7, &req);
+        let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, version, &req);
         let r = &resp.topics[0].partitions[0];
-        (r.error_code, r.offset)
+        (r.error_code, r.offset, r.leader_epoch)
     }
 
     /// Fetch v11: (error code, log start offset, high watermark, bytes of records).

@@ -38,13 +38,7 @@ const TOPIC_ID_VERSION: i16 = 13;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: FetchRequest = if req.version() <= LAST_LEGACY_VERSION {
-        let decoded = decode_fetch_v0_3(req.frame.body.clone(), req.version());
-        req.signal_decoded(decoded.is_ok());
-        decoded.map_err(|e| HandlerError::Decode {
-            api: req.api,
-            version: req.version(),
-            reason: e.to_string(),
-        })?
+        req.decode_with(|body| decode_fetch_v0_3(body, req.version()))?
     } else {
         req.decode()?
     };

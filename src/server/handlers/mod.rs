@@ -69,8 +69,8 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::ListOffsets,
-        min_version: 1,
-        max_version: 7,
+        min_version: 0,
+        max_version: 9,
     },
     ApiSpec {
         key: ApiKey::Metadata,
@@ -149,13 +149,13 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::OffsetCommit,
-        min_version: 2,
-        max_version: 8,
+        min_version: 0,
+        max_version: 9,
     },
     ApiSpec {
         key: ApiKey::OffsetFetch,
-        min_version: 1,
-        max_version: 8,
+        min_version: 0,
+        max_version: 9,
     },
     ApiSpec {
         key: ApiKey::ListGroups,
@@ -247,6 +247,33 @@ impl Request<'_> {
         decoded
     }
 
+    /// Decodes the body as `version` of the same API: for old versions whose wire format is
+    /// that of a later one the crate still knows (OffsetFetch v0 is v1, say).
+    pub fn decode_as<T: Decodable>(&self, version: i16) -> Result<T, HandlerError> {
+        let mut body = self.frame.body.clone();
+        let decoded = T::decode(&mut body, version).map_err(|e| HandlerError::Decode {
+            api: self.api,
+            version: self.version(),
+            reason: e.to_string(),
+        });
+        self.signal_decoded(decoded.is_ok());
+        decoded
+    }
+
+    /// Decodes the body with a hand-written codec of an old version (see `protocol::wire`).
+    pub fn decode_with<T>(
+        &self,
+        codec: impl FnOnce(Bytes) -> Result<T, crate::protocol::wire::WireError>,
+    ) -> Result<T, HandlerError> {
+        let decoded = codec(self.frame.body.clone()).map_err(|e| HandlerError::Decode {
+            api: self.api,
+            version: self.version(),
+            reason: e.to_string(),
+        });
+        self.signal_decoded(decoded.is_ok());
+        decoded
+    }
+
     /// Reports whether the request body could be decoded (handlers that decode by hand call
     /// this themselves).
     pub fn signal_decoded(&self, ok: bool) {
@@ -272,6 +299,16 @@ impl Request<'_> {
     /// Encodes a response body.
     pub fn encode<T: Encodable>(&self, response: &T) -> Result<Bytes, HandlerError> {
         encode(self.api, self.version(), response)
+    }
+
+    /// Encodes a response body as `version`, for old versions whose response is that of a
+    /// later one.
+    pub fn encode_as<T: Encodable>(
+        &self,
+        version: i16,
+        response: &T,
+    ) -> Result<Bytes, HandlerError> {
+        encode(self.api, version, response)
     }
 }
 
