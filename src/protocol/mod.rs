@@ -9,6 +9,7 @@ pub mod batch_builder;
 pub mod frame;
 pub mod header;
 pub mod legacy;
+pub mod legacy_admin;
 pub mod legacy_downconvert;
 pub mod legacy_fetch;
 pub mod legacy_offsets;

@@ -26,6 +26,8 @@ pub enum WireError {
     TrailingBytes(usize),
     #[error("version {0} is not handled by this decoder")]
     Version(i16),
+    #[error("{0}")]
+    Crate(String),
 }
 
 /// Reads a request body from its start; `finish` checks that nothing is left.
