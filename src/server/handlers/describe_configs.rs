@@ -2,6 +2,9 @@
 //! understands, with where its value comes from) and of this broker (read-only: broker
 //! properties are set in the config file or on the command line).
 
+use crate::protocol::legacy_admin::{
+    decode_describe_configs_v0, encode_describe_configs_response_v0,
+};
 use crate::protocol::messages::describe_configs_request::{
     DescribeConfigsRequest, DescribeConfigsResource,
 };
@@ -112,7 +115,11 @@ pub fn topic_property_info(name: &str) -> Option<&'static TopicPropertyInfo> {
 }
 
 pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: DescribeConfigsRequest = req.decode()?;
+    let request: DescribeConfigsRequest = if req.version() == 0 {
+        req.decode_with(decode_describe_configs_v0)?
+    } else {
+        req.decode()?
+    };
     let mut response = DescribeConfigsResponse::default();
     for resource in &request.resources {
         let mut result = DescribeConfigsResult::default();
@@ -137,6 +144,9 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             }
         }
         response.results.push(result);
+    }
+    if req.version() == 0 {
+        return Ok(encode_describe_configs_response_v0(&response));
     }
     req.encode(&response)
 }
