@@ -1,7 +1,12 @@
 //! ListOffsets v0 (`max_num_offsets`, `old_style_offsets`) and v8/v9 (timestamps -4/-5),
-//! OffsetCommit v0/v1 (v1's commit timestamp) and v9, OffsetFetch v0 and v9, over the wire.
+//! OffsetCommit v0/v1 (v1's commit timestamp) and v9, OffsetFetch v0 and v9, ListGroups v5 and
+//! FindCoordinator v5, over the wire.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
+use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
+use kafka_protocol::messages::list_groups_response::ListGroupsResponse;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -199,5 +204,26 @@ fn offset_commit_v0_v1_v9_are_stored_and_read_back_by_offset_fetch_v0_and_v9() {
     let e = commit_error(c.call_raw(ApiKey::OffsetCommit, 1, &body));
     assert_ne!(e, 0);
     assert_eq!(fetch_v9(&mut c, "g1", "oc"), 8);
+
+    // ListGroups v5: every group is classic; FindCoordinator v5 answers as v4.
+    for (types, listed) in [
+        (vec![], true),
+        (vec!["Classic"], true),
+        (vec!["consumer"], false),
+    ] {
+        let mut req = ListGroupsRequest::default();
+        req.types_filter = types.iter().map(|t| s(t)).collect();
+        let resp: ListGroupsResponse = c.call(ApiKey::ListGroups, 5, &req);
+        assert_eq!(resp.error_code, 0);
+        let g0 = resp.groups.iter().find(|g| &*g.group_id.0 == "g0");
+        assert_eq!(g0.is_some(), listed, "{types:?}");
+        if let Some(g) = g0 {
+            assert_eq!(&*g.group_type, "classic");
+        }
+    }
+    let mut req = FindCoordinatorRequest::default();
+    req.coordinator_keys = vec![s("g0")];
+    let resp: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 5, &req);
+    assert_eq!(resp.coordinators[0].error_code, 0);
     broker.stop_cleanly();
 }

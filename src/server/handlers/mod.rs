@@ -50,12 +50,13 @@ pub struct ApiSpec {
     pub max_version: i16,
 }
 
-/// Every API served, with the versions current clients use. Produce v0–v2 carry legacy
-/// message sets (old librdkafka only compresses with them); Fetch starts at v4 (v2 batches).
-/// Fetch stops at v12 and Produce at v11: later versions address topics by id only.
-/// The group APIs stop where Kafka 3.x's classic protocol does: OffsetCommit and OffsetFetch
-/// v9+ belong to the new consumer protocol (KIP-848), ListGroups v5 adds group types, and
-/// FindCoordinator v5+ and DescribeGroups v6 come with Kafka 4.
+/// Every API served: at least every version Apache Kafka 3.9 serves (Kafka 4.0 dropped the
+/// oldest in KIP-896; we keep them for the clients still deployed). Versions the
+/// kafka-protocol crate no longer knows are hand-coded in `protocol::legacy*`: Produce v0–v2
+/// and Fetch v0–v3 (legacy message sets), ListOffsets v0, OffsetCommit v0/v1, OffsetFetch v0,
+/// CreateTopics v0/v1, DeleteTopics v0, DescribeConfigs v0. Produce stops at v11 (v12+ is
+/// Kafka 4's), DescribeGroups at v5 (v6 is Kafka 4's), FindCoordinator at v5 (v6 adds share
+/// groups).
 pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::Produce,
@@ -84,12 +85,12 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::CreateTopics,
-        min_version: 2,
+        min_version: 0,
         max_version: 7,
     },
     ApiSpec {
         key: ApiKey::DeleteTopics,
-        min_version: 1,
+        min_version: 0,
         max_version: 6,
     },
     ApiSpec {
@@ -99,7 +100,7 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::DescribeConfigs,
-        min_version: 1,
+        min_version: 0,
         max_version: 4,
     },
     ApiSpec {
@@ -125,7 +126,7 @@ pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::FindCoordinator,
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
     },
     ApiSpec {
         key: ApiKey::JoinGroup,
@@ -160,7 +161,7 @@ pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::ListGroups,
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
     },
     ApiSpec {
         key: ApiKey::DescribeGroups,
@@ -180,7 +181,7 @@ pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::InitProducerId,
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
     },
 ];
 
