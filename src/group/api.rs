@@ -151,6 +151,8 @@ pub struct OffsetToCommit {
     /// -1 when unknown.
     pub leader_epoch: i32,
     pub metadata: Option<String>,
+    /// The commit time OffsetCommit v1 gives; `None` (or -1 on the wire): the broker's time.
+    pub commit_timestamp: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -191,7 +191,7 @@ impl GroupCoordinator {
                 offset: o.offset,
                 leader_epoch: o.leader_epoch,
                 metadata,
-                commit_timestamp: now_ms,
+                commit_timestamp: o.commit_timestamp.filter(|&t| t != -1).unwrap_or(now_ms),
                 expire_timestamp: None,
             };
             records.push(OffsetsRecord {

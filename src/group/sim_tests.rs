@@ -235,6 +235,7 @@ impl Sim {
                 offset,
                 leader_epoch: -1,
                 metadata: Some("m".into()),
+                commit_timestamp: None,
             }],
         }))
     }
@@ -465,6 +466,7 @@ impl Client {
                         offset: self.next_offset,
                         leader_epoch: -1,
                         metadata: None,
+                        commit_timestamp: None,
                     }],
                 }));
                 if sim.take(t).is_none() {
@@ -712,6 +714,7 @@ fn static_member_restart_keeps_assignment_and_fences_old_id() {
             offset: 1,
             leader_epoch: -1,
             metadata: None,
+            commit_timestamp: None,
         }],
     }));
     assert_eq!(
@@ -868,6 +871,7 @@ fn commit_validation() {
                 offset: 7,
                 leader_epoch: 3,
                 metadata: Some("x".repeat(4097)),
+                commit_timestamp: None,
             },
             OffsetToCommit {
                 topic: TOPIC.into(),
@@ -875,6 +879,7 @@ fn commit_validation() {
                 offset: 8,
                 leader_epoch: 3,
                 metadata: None,
+                commit_timestamp: None,
             },
         ],
     }));
@@ -1380,6 +1385,7 @@ fn offset_delete() {
                 offset: 3,
                 leader_epoch: -1,
                 metadata: None,
+                commit_timestamp: None,
             }],
         }));
         assert_eq!(sim.commit_codes(t), vec![0]);

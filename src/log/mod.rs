@@ -21,6 +21,7 @@ mod commit;
 pub mod config;
 pub mod dump;
 pub mod error;
+pub mod legacy_offsets;
 pub mod offset_index;
 pub mod partition_log;
 pub mod policy;

@@ -65,6 +65,10 @@ pub(super) fn error_result(op: &PartitionOp, code: i16, message: String) -> Part
     match op {
         PartitionOp::Produce { .. } => PartitionResult::Produce(Err(err)),
         PartitionOp::Fetch { .. } => PartitionResult::Fetch(Err(err)),
+        PartitionOp::ListOffsets {
+            max_num_offsets: Some(_),
+            ..
+        } => PartitionResult::LegacyOffsets(Err(err)),
         PartitionOp::ListOffsets { .. } => PartitionResult::ListOffsets(Err(err)),
         PartitionOp::DeleteRecords { .. } => PartitionResult::DeleteRecords(Err(err)),
     }

@@ -83,11 +83,14 @@ pub enum PartitionOp {
         /// keeps what it read before.
         known_end: Option<i64>,
     },
-    /// timestamp: -1 latest, -2 earliest, -3 max timestamp, else by timestamp.
+    /// timestamp: -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest
+    /// tiered, else by timestamp. `max_num_offsets` asks for ListOffsets v0's answer instead
+    /// ([`PartitionResult::LegacyOffsets`]).
     ListOffsets {
         topic: String,
         partition: i32,
         timestamp: i64,
+        max_num_offsets: Option<i32>,
     },
     DeleteRecords {
         topic: String,
@@ -147,6 +150,8 @@ pub enum PartitionResult {
     Fetch(Result<FetchedData, PartitionError>),
     /// (offset, timestamp); offset -1 when no record matches.
     ListOffsets(Result<(i64, i64), PartitionError>),
+    /// ListOffsets v0: offsets, highest first.
+    LegacyOffsets(Result<Vec<i64>, PartitionError>),
     DeleteRecords(Result<i64, PartitionError>),
 }
 

@@ -96,6 +96,7 @@ pub(super) fn count_partition_errors(results: &[PartitionResult]) {
             PartitionResult::Produce(Err(e)) => (ApiKey::Produce, e.code),
             PartitionResult::Fetch(Err(e)) => (ApiKey::Fetch, e.code),
             PartitionResult::ListOffsets(Err(e)) => (ApiKey::ListOffsets, e.code),
+            PartitionResult::LegacyOffsets(Err(e)) => (ApiKey::ListOffsets, e.code),
             PartitionResult::DeleteRecords(Err(e)) => (ApiKey::DeleteRecords, e.code),
             _ => continue,
         };

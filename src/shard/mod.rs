@@ -391,11 +391,23 @@ impl Shard {
                 };
                 PartitionResult::Fetch(fetch_from(&p, offset, Some(limit), known_end).await)
             }
+            PartitionOp::ListOffsets {
+                timestamp,
+                max_num_offsets: Some(max),
+                ..
+            } => PartitionResult::LegacyOffsets(Ok(p.log.legacy_offsets_before(
+                timestamp,
+                max,
+                runtime::now_ms(),
+            ))),
             PartitionOp::ListOffsets { timestamp, .. } => {
                 let o = p.log.offsets();
                 let result = match timestamp {
                     -1 => Ok((o.written_end_offset, -1)),
-                    -2 => Ok((o.log_start_offset, -1)),
+                    // Earliest: without tiered storage the local log start is the log start.
+                    -2 | -4 => Ok((o.log_start_offset, -1)),
+                    // Latest tiered: nothing is tiered; Kafka answers offset -1.
+                    -5 => Ok((-1, -1)),
                     -3 => Ok(p.log.max_timestamp().unwrap_or((-1, -1))),
                     ts => p
                         .log

@@ -9,7 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
 };
@@ -462,6 +462,18 @@ impl Client {
 
     /// ListOffsets v7: (error code, offset).
     pub fn list_offset(&mut self, topic: &str, partition: i32, timestamp: i64) -> (i16, i64) {
+        let (error, offset, _) = self.list_offset_at(7, topic, partition, timestamp);
+        (error, offset)
+    }
+
+    /// ListOffsets v1 or later: (error code, offset, leader epoch).
+    pub fn list_offset_at(
+        &mut self,
+        version: i16,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> (i16, i64, i32) {
         let mut p = ListOffsetsPartition::default();
         p.partition_index = partition;
         p.timestamp = timestamp;
@@ -471,9 +483,9 @@ impl Client {
         let mut req = ListOffsetsRequest::default();
         req.replica_id = BrokerId(-1);
         req.topics = vec![t];
-        let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, 7, &req);
+        let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, version, &req);
         let r = &resp.topics[0].partitions[0];
-        (r.error_code, r.offset)
+        (r.error_code, r.offset, r.leader_epoch)
     }
 
     /// Fetch v11: (error code, log start offset, high watermark, bytes of records).
@@ -571,6 +583,44 @@ impl Client {
         }
     }
 
+    /// Sends a hand-encoded body of a non-flexible version (request header v1) and returns
+    /// the response body after the correlation id (response header v0).
+    pub fn call_raw(&mut self, key: ApiKey, version: i16, body: &[u8]) -> Bytes {
+        let correlation = self.next_correlation;
+        self.next_correlation += 1;
+        let mut frame = BytesMut::new();
+        frame.put_i16(key as i16);
+        frame.put_i16(version);
+        frame.put_i32(correlation);
+        frame.put_i16(self.client_id.len() as i16);
+        frame.put_slice(self.client_id.as_bytes());
+        frame.put_slice(body);
+        let mut out = (frame.len() as i32).to_be_bytes().to_vec();
+        out.extend_from_slice(&frame);
+        self.stream.write_all(&out).expect("send the request");
+        let mut buf = self.read_frame(key, version);
+        assert_eq!(buf.get_i32(), correlation, "{key:?} v{version}");
+        buf
+    }
+
+    /// Reads one response frame (without its size prefix).
+    fn read_frame(&mut self, key: ApiKey, version: i16) -> Bytes {
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
+        let size = i32::from_be_bytes(size);
+        assert!(
+            (0..64 << 20).contains(&size),
+            "implausible response size {size}"
+        );
+        let mut buf = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut buf)
+            .expect("read the response body");
+        Bytes::from(buf)
+    }
+
     /// Sends a request without waiting; returns its correlation id.
     pub fn send<Req: Encodable>(&mut self, key: ApiKey, version: i16, request: &Req) -> i32 {
         let correlation = self.next_correlation;
@@ -601,20 +651,7 @@ impl Client {
         version: i16,
         correlation: i32,
     ) -> Resp {
-        let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
-            .unwrap_or_else(|e| panic!("no response to {key:?} v{version}: {e}"));
-        let size = i32::from_be_bytes(size);
-        assert!(
-            (0..64 << 20).contains(&size),
-            "implausible response size {size}"
-        );
-        let mut buf = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut buf)
-            .expect("read the response body");
-        let mut buf = Bytes::from(buf);
+        let mut buf = self.read_frame(key, version);
         let header = ResponseHeader::decode(&mut buf, key.response_header_version(version))
             .expect("decode the response header");
         assert_eq!(header.correlation_id, correlation, "{key:?} v{version}");

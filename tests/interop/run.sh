@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interop suite: real third-party Kafka clients (kcat, confluent-kafka, kafka-python) against a
+# Interop suite: real third-party Kafka clients (kcat, confluent-kafka, kafka-python, Go's Sarama
+# and kafka-go from Debian's packages) against a
 # real ringbroker process.
 #
 #   bash tests/interop/run.sh            builds the release binary if needed, then runs everything
@@ -13,7 +14,8 @@
 # (groups_cli.py, our own `consume --group` next to librdkafka, in the after phase only);
 # idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
-# Needs kcat and python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard
+# Needs kcat, python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard, and
+# Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev
 # (.ci/run installs them).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,6 +48,10 @@ missing=
 command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
 python3 -c 'import confluent_kafka, kafka, lz4, snappy, zstandard' 2>/dev/null ||
   missing="$missing python3-modules(confluent-kafka,kafka-python,lz4,python-snappy,zstandard)"
+GOPATH_DEBIAN=/usr/share/gocode
+command -v go >/dev/null 2>&1 && [ -d $GOPATH_DEBIAN/src/github.com/Shopify/sarama ] &&
+  [ -d $GOPATH_DEBIAN/src/github.com/segmentio/kafka-go ] ||
+  missing="$missing go(golang-go,golang-github-shopify-sarama-dev,golang-github-segmentio-kafka-go-dev)"
 if [ -n "$missing" ]; then
   fail "missing prerequisites:$missing (.ci/run installs them)"
   summary
@@ -66,6 +72,12 @@ else
   BIN=$TARGET_DIR/release/ringbroker
 fi
 [ -x "$BIN" ] || { fail "no broker binary at $BIN"; summary; exit 1; }
+# The Go client check (tests/interop/go), against Debian's packages in GOPATH mode.
+GO_BIN=$WORK/interop-go
+if ! (cd "$HERE/go" && GO111MODULE=off GOPATH=$GOPATH_DEBIAN GOCACHE=$WORK/go-cache GOFLAGS= \
+  go build -o "$GO_BIN" . >"$WORK/go-build.log" 2>&1); then
+  fail "go build tests/interop/go: $(grep -v -e warning -e note: -e '^ ' "$WORK/go-build.log" | tail -3 | tr '\n' ' ')"
+fi
 T_START=$(date +%s) # the suite's own time, without the build
 
 # ---------------------------------------------------------------- broker properties for the group tests
@@ -272,6 +284,9 @@ fi
 run_client kcat-before 90 bash "$HERE/kcat.sh" "$B" before "$STATE"
 run_client confluent-kafka-before 120 python3 "$HERE/confluent_kafka_test.py" --bootstrap "$B" --phase before --state "$STATE/confluent.json"
 run_client kafka-python-before 120 python3 "$HERE/kafka_python_test.py" --bootstrap "$B" --phase before --state "$STATE/kafka_python.json"
+# Sarama 1.22 and kafka-go 0.2.1: the oldest request versions (Fetch v2/v3, CreateTopics v0/v1,
+# DescribeConfigs v0, OffsetCommit v1), every codec, a consumer group with its commits checked.
+[ -x "$GO_BIN" ] && run_client go 120 "$GO_BIN" -bootstrap "$B" -prefix go -timeout 30s
 # Consumer groups (fail fast with FAIL lines while the broker does not advertise the group APIs).
 run_client groups-confluent-before 150 python3 "$HERE/groups_confluent.py" --bootstrap "$B" --phase before \
   --state "$STATE/groups_confluent.json" --session-timeout-ms "$GROUP_SESSION_MS"

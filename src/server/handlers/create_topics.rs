@@ -5,6 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::protocol::legacy_admin::{
+    decode_create_topics_v0_1, encode_create_topics_response_v0_1,
+};
 use crate::protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
 use crate::protocol::messages::create_topics_response::{
     CreatableTopicResult, CreateTopicsResponse,
@@ -18,7 +21,11 @@ use crate::shard::messages::AdminOp;
 use crate::shard::offline::could_not_open_message;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: CreateTopicsRequest = req.decode()?;
+    let request: CreateTopicsRequest = if req.version() <= 1 {
+        req.decode_with(|body| decode_create_topics_v0_1(body, req.version()))?
+    } else {
+        req.decode()?
+    };
     let shard = req.shard;
     let mut results = Vec::with_capacity(request.topics.len().min(1024));
     for topic in &request.topics {
@@ -92,6 +99,9 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     }
     let mut response = CreateTopicsResponse::default();
     response.topics = results;
+    if req.version() <= 1 {
+        return Ok(encode_create_topics_response_v0_1(&response, req.version()));
+    }
     req.encode(&response)
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use crate::protocol::legacy_admin::delete_topics_response_v0;
 use crate::protocol::messages::delete_topics_request::DeleteTopicsRequest;
 use crate::protocol::messages::delete_topics_response::{
     DeletableTopicResult, DeleteTopicsResponse,
@@ -22,7 +23,8 @@ struct Target {
 }
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: DeleteTopicsRequest = req.decode()?;
+    // v0 is v1 without the throttle time in the response.
+    let request: DeleteTopicsRequest = req.decode_as(req.version().max(1))?;
     let version = req.version();
     let targets: Vec<Target> = if version >= 6 {
         request
@@ -96,7 +98,12 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         }
         response.responses.push(result);
     }
-    req.encode(&response)
+    let body = req.encode_as(version.max(1), &response)?;
+    Ok(if version == 0 {
+        delete_topics_response_v0(body)
+    } else {
+        body
+    })
 }
 
 /// The topic a request entry names, with its id, or the error to report for it.

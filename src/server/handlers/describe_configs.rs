@@ -2,6 +2,9 @@
 //! table in `config::topic_properties`, with where its value comes from) and of this broker (read-only: broker
 //! properties are set in the config file or on the command line).
 
+use crate::protocol::legacy_admin::{
+    decode_describe_configs_v0, encode_describe_configs_response_v0,
+};
 use crate::protocol::messages::describe_configs_request::{
     DescribeConfigsRequest, DescribeConfigsResource,
 };
@@ -31,7 +34,11 @@ const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
 
 pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: DescribeConfigsRequest = req.decode()?;
+    let request: DescribeConfigsRequest = if req.version() == 0 {
+        req.decode_with(decode_describe_configs_v0)?
+    } else {
+        req.decode()?
+    };
     let mut response = DescribeConfigsResponse::default();
     for resource in &request.resources {
         let mut result = DescribeConfigsResult::default();
@@ -56,6 +63,9 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             }
         }
         response.results.push(result);
+    }
+    if req.version() == 0 {
+        return Ok(encode_describe_configs_response_v0(&response));
     }
     req.encode(&response)
 }

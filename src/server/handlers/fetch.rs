@@ -6,6 +6,10 @@
 //! `partition_max_bytes`, the first batch whole even when larger. Each owning shard reads its
 //! partitions in order within the budget; the budget is applied once more over the merged
 //! results. After a long-poll wake only partitions whose log grew are read again.
+//!
+//! v0–v3 (hand-decoded: the crate starts at v4) get their batches down-converted to legacy
+//! message sets, magic 0 for v0/v1 and magic 1 for v2/v3, as Kafka does. v13+ name topics by
+//! id; an id we do not know is answered UNKNOWN_TOPIC_ID.
 
 use std::time::{Duration, Instant};
 
@@ -17,21 +21,34 @@ use crate::protocol::messages::BrokerId;
 use bytes::Bytes;
 
 use super::{HandlerError, Request};
+use crate::protocol::legacy_downconvert::{
+    down_convert, magic_for_fetch_version, DownConvertError,
+};
+use crate::protocol::legacy_fetch::{decode_fetch_v0_3, encode_fetch_response_v0_3};
+use crate::protocol::ResponseError;
 use crate::shard::fetch_budget::FetchBudget;
 use crate::shard::messages::{PartitionOp, PartitionResult};
 
 /// Upper bound on one long poll, whatever the client asks.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
+/// The last version answered with legacy message sets.
+const LAST_LEGACY_VERSION: i16 = 3;
+/// The first version naming topics by id.
+const TOPIC_ID_VERSION: i16 = 13;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: FetchRequest = req.decode()?;
+    let request: FetchRequest = if req.version() <= LAST_LEGACY_VERSION {
+        req.decode_with(|body| decode_fetch_v0_3(body, req.version()))?
+    } else {
+        req.decode()?
+    };
     let shard = req.shard;
     let meta = shard.metadata();
     let names: Vec<String> = request
         .topics
         .iter()
         .map(|t| {
-            if req.version() >= 13 {
+            if req.version() >= TOPIC_ID_VERSION {
                 meta.topic_by_id(t.topic_id)
                     .map(|m| m.name.clone())
                     .unwrap_or_default()
@@ -161,7 +178,8 @@ fn build_response(
     let mut budget = FetchBudget::new(max_bytes);
     let mut response = FetchResponse::default();
     response.session_id = 0;
-    for (topic, _name) in request.topics.iter().zip(names) {
+    for (topic, name) in request.topics.iter().zip(names) {
+        let unknown_id = req.version() >= TOPIC_ID_VERSION && name.is_empty();
         let mut t = FetchableTopicResponse::default();
         t.topic = topic.topic.clone();
         t.topic_id = topic.topic_id;
@@ -171,6 +189,12 @@ fn build_response(
             d.preferred_read_replica = BrokerId(-1);
             d.aborted_transactions = Some(Vec::new());
             match results.next() {
+                _ if unknown_id => {
+                    d.error_code = ResponseError::UnknownTopicId.code();
+                    d.high_watermark = -1;
+                    d.last_stable_offset = -1;
+                    d.records = Some(Bytes::new());
+                }
                 Some(PartitionResult::Fetch(Ok(data))) => {
                     d.high_watermark = data.high_watermark;
                     d.last_stable_offset = data.high_watermark;
@@ -195,7 +219,35 @@ fn build_response(
         }
         response.responses.push(t);
     }
+    if req.version() <= LAST_LEGACY_VERSION {
+        let magic = magic_for_fetch_version(req.version());
+        let max_decompressed = req.shard.config.fetch_max_bytes.saturating_mul(4);
+        for (t, asked) in response.responses.iter_mut().zip(&request.topics) {
+            for (p, asked) in t.partitions.iter_mut().zip(&asked.partitions) {
+                downconvert_partition(p, magic, asked.fetch_offset, max_decompressed);
+            }
+        }
+        return Ok(encode_fetch_response_v0_3(&response, req.version()));
+    }
     req.encode(&response)
+}
+
+/// Rewrites a partition's records as a legacy message set of `magic`.
+fn downconvert_partition(p: &mut PartitionData, magic: i8, offset: i64, max_decompressed: usize) {
+    let Some(records) = p.records.as_ref().filter(|r| !r.is_empty()) else {
+        return;
+    };
+    match down_convert(records, magic, offset, max_decompressed) {
+        Ok(set) => p.records = Some(Bytes::from(set)),
+        Err(e) => {
+            p.error_code = match e {
+                DownConvertError::Zstd { .. } => ResponseError::UnsupportedCompressionType.code(),
+                _ => ResponseError::CorruptMessage.code(),
+            };
+            tracing::warn!(partition = p.partition_index, error = %e, "fetch down-conversion failed");
+            p.records = Some(Bytes::new());
+        }
+    }
 }
 
 #[cfg(test)]

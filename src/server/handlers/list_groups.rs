@@ -1,5 +1,6 @@
 //! ListGroups (key 16): every group of every coordinator shard. v4 filters by state (and
-//! reports each group's state); v5's type filter is not advertised (there is one group type).
+//! reports each group's state); v5 (KIP-848) filters by type and reports it: every group
+//! here is "classic", so a filter without that type lists nothing, as in Kafka.
 
 use crate::protocol::messages::list_groups_request::ListGroupsRequest;
 use crate::protocol::messages::list_groups_response::{ListGroupsResponse, ListedGroup};
@@ -9,6 +10,10 @@ use super::{group_id, str_bytes, HandlerError, Request};
 
 /// The first version with states (filter and listing).
 const STATES_VERSION: i16 = 4;
+/// The first version with group types (filter and listing).
+const TYPES_VERSION: i16 = 5;
+/// The one group type (the classic protocol).
+const CLASSIC: &str = "classic";
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: ListGroupsRequest = req.decode()?;
@@ -18,8 +23,16 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let reply = req.shard.list_groups(states_filter).await;
+    let classic_wanted = request.types_filter.is_empty()
+        || request
+            .types_filter
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(CLASSIC));
     let mut response = ListGroupsResponse::default();
+    if !classic_wanted {
+        return req.encode(&response);
+    }
+    let reply = req.shard.list_groups(states_filter).await;
     response.error_code = reply.error;
     response.groups = reply
         .groups
@@ -30,6 +43,9 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             listed.protocol_type = str_bytes(g.protocol_type);
             if version >= STATES_VERSION {
                 listed.group_state = str_bytes(g.state);
+            }
+            if version >= TYPES_VERSION {
+                listed.group_type = str_bytes(CLASSIC);
             }
             listed
         })

@@ -1,27 +1,33 @@
-//! ListOffsets (key 2): earliest (-2), latest (-1), max timestamp (-3) or the first offset at
-//! or after a timestamp.
+//! ListOffsets (key 2), v0–v9: earliest (-2), latest (-1), max timestamp (-3, v7+), earliest
+//! local (-4, v8+: the log start, nothing being tiered), latest tiered (-5, v9+: offset -1, as
+//! Kafka answers without tiered storage) or the first offset at or after a timestamp.
+//!
+//! v0 (hand-decoded) asks for up to `max_num_offsets` offsets "before" a time and gets
+//! `old_style_offsets`: segment base offsets and the log end, highest first (see
+//! `log::legacy_offsets`).
 
+use crate::protocol::legacy_offsets::{
+    decode_list_offsets_v0, encode_list_offsets_response_v0, LegacyListOffsets, LegacyOffsetsAnswer,
+};
 use crate::protocol::messages::list_offsets_request::ListOffsetsRequest;
 use crate::protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
+use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{HandlerError, Request};
 use crate::shard::messages::{PartitionOp, PartitionResult};
 
+/// Latest tiered offset (KIP-1005): the one answer without a leader epoch.
+const LATEST_TIERED_TIMESTAMP: i64 = -5;
+
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: ListOffsetsRequest = req.decode()?;
-    let mut ops = Vec::new();
-    for topic in &request.topics {
-        for p in &topic.partitions {
-            ops.push(PartitionOp::ListOffsets {
-                topic: topic.name.0.to_string(),
-                partition: p.partition_index,
-                timestamp: p.timestamp,
-            });
-        }
+    if req.version() == 0 {
+        return handle_v0(req).await;
     }
+    let request: ListOffsetsRequest = req.decode()?;
+    let ops = ops(&request, &[]);
     let mut results = req.shard.run_partition_ops(ops).await.into_iter();
     let mut response = ListOffsetsResponse::default();
     for topic in &request.topics {
@@ -30,7 +36,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         for p in &topic.partitions {
             let mut r = ListOffsetsPartitionResponse::default();
             r.partition_index = p.partition_index;
-            if req.version() >= 4 {
+            if req.version() >= 4 && p.timestamp != LATEST_TIERED_TIMESTAMP {
                 r.leader_epoch = 0;
             }
             match results.next() {
@@ -43,11 +49,55 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     r.offset = -1;
                     r.timestamp = -1;
                 }
-                _ => r.error_code = crate::protocol::ResponseError::UnknownServerError.code(),
+                _ => r.error_code = ResponseError::UnknownServerError.code(),
             }
             t.partitions.push(r);
         }
         response.topics.push(t);
     }
     req.encode(&response)
+}
+
+/// One operation per requested partition, in request order; `max_num_offsets` (v0) is
+/// matched by position.
+fn ops(request: &ListOffsetsRequest, max_num_offsets: &[i32]) -> Vec<PartitionOp> {
+    let mut ops = Vec::new();
+    for topic in &request.topics {
+        for p in &topic.partitions {
+            ops.push(PartitionOp::ListOffsets {
+                topic: topic.name.0.to_string(),
+                partition: p.partition_index,
+                timestamp: p.timestamp,
+                max_num_offsets: max_num_offsets.get(ops.len()).copied(),
+            });
+        }
+    }
+    ops
+}
+
+async fn handle_v0(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+    let LegacyListOffsets {
+        request,
+        max_num_offsets,
+    } = req.decode_with(decode_list_offsets_v0)?;
+    let ops = ops(&request, &max_num_offsets);
+    let mut results = req.shard.run_partition_ops(ops).await.into_iter();
+    let mut topics = Vec::new();
+    for topic in &request.topics {
+        let mut partitions = Vec::new();
+        for p in &topic.partitions {
+            let (error_code, offsets) = match results.next() {
+                Some(PartitionResult::LegacyOffsets(Ok(offsets))) => (0, offsets),
+                Some(PartitionResult::LegacyOffsets(Err(e))) => (e.code, Vec::new()),
+                _ => (ResponseError::UnknownServerError.code(), Vec::new()),
+            };
+            partitions.push(LegacyOffsetsAnswer {
+                partition: p.partition_index,
+                error_code,
+                offsets,
+            });
+        }
+        topics.push((topic.name.0.to_string(), partitions));
+    }
+    Ok(encode_list_offsets_response_v0(&topics))
 }

@@ -50,12 +50,13 @@ pub struct ApiSpec {
     pub max_version: i16,
 }
 
-/// Every API served, with the versions current clients use. Produce v0–v2 carry legacy
-/// message sets (old librdkafka only compresses with them); Fetch starts at v4 (v2 batches).
-/// Fetch stops at v12 and Produce at v11: later versions address topics by id only.
-/// The group APIs stop where Kafka 3.x's classic protocol does: OffsetCommit and OffsetFetch
-/// v9+ belong to the new consumer protocol (KIP-848), ListGroups v5 adds group types, and
-/// FindCoordinator v5+ and DescribeGroups v6 come with Kafka 4.
+/// Every API served: at least every version Apache Kafka 3.9 serves (Kafka 4.0 dropped the
+/// oldest in KIP-896; we keep them for the clients still deployed). Versions the
+/// kafka-protocol crate no longer knows are hand-coded in `protocol::legacy*`: Produce v0–v2
+/// and Fetch v0–v3 (legacy message sets), ListOffsets v0, OffsetCommit v0/v1, OffsetFetch v0,
+/// CreateTopics v0/v1, DeleteTopics v0, DescribeConfigs v0. Produce stops at v11 (v12+ is
+/// Kafka 4's), DescribeGroups at v5 (v6 is Kafka 4's), FindCoordinator at v5 (v6 adds share
+/// groups).
 pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::Produce,
@@ -64,13 +65,13 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::Fetch,
-        min_version: 4,
-        max_version: 12,
+        min_version: 0,
+        max_version: 17,
     },
     ApiSpec {
         key: ApiKey::ListOffsets,
-        min_version: 1,
-        max_version: 7,
+        min_version: 0,
+        max_version: 9,
     },
     ApiSpec {
         key: ApiKey::Metadata,
@@ -84,12 +85,12 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::CreateTopics,
-        min_version: 2,
+        min_version: 0,
         max_version: 7,
     },
     ApiSpec {
         key: ApiKey::DeleteTopics,
-        min_version: 1,
+        min_version: 0,
         max_version: 6,
     },
     ApiSpec {
@@ -99,7 +100,7 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::DescribeConfigs,
-        min_version: 1,
+        min_version: 0,
         max_version: 4,
     },
     ApiSpec {
@@ -125,7 +126,7 @@ pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::FindCoordinator,
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
     },
     ApiSpec {
         key: ApiKey::JoinGroup,
@@ -149,18 +150,18 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::OffsetCommit,
-        min_version: 2,
-        max_version: 8,
+        min_version: 0,
+        max_version: 9,
     },
     ApiSpec {
         key: ApiKey::OffsetFetch,
-        min_version: 1,
-        max_version: 8,
+        min_version: 0,
+        max_version: 9,
     },
     ApiSpec {
         key: ApiKey::ListGroups,
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
     },
     ApiSpec {
         key: ApiKey::DescribeGroups,
@@ -180,7 +181,7 @@ pub const APIS: &[ApiSpec] = &[
     ApiSpec {
         key: ApiKey::InitProducerId,
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
     },
 ];
 
@@ -247,6 +248,33 @@ impl Request<'_> {
         decoded
     }
 
+    /// Decodes the body as `version` of the same API: for old versions whose wire format is
+    /// that of a later one the crate still knows (OffsetFetch v0 is v1, say).
+    pub fn decode_as<T: Decodable>(&self, version: i16) -> Result<T, HandlerError> {
+        let mut body = self.frame.body.clone();
+        let decoded = T::decode(&mut body, version).map_err(|e| HandlerError::Decode {
+            api: self.api,
+            version: self.version(),
+            reason: e.to_string(),
+        });
+        self.signal_decoded(decoded.is_ok());
+        decoded
+    }
+
+    /// Decodes the body with a hand-written codec of an old version (see `protocol::wire`).
+    pub fn decode_with<T>(
+        &self,
+        codec: impl FnOnce(Bytes) -> Result<T, crate::protocol::wire::WireError>,
+    ) -> Result<T, HandlerError> {
+        let decoded = codec(self.frame.body.clone()).map_err(|e| HandlerError::Decode {
+            api: self.api,
+            version: self.version(),
+            reason: e.to_string(),
+        });
+        self.signal_decoded(decoded.is_ok());
+        decoded
+    }
+
     /// Reports whether the request body could be decoded (handlers that decode by hand call
     /// this themselves).
     pub fn signal_decoded(&self, ok: bool) {
@@ -272,6 +300,16 @@ impl Request<'_> {
     /// Encodes a response body.
     pub fn encode<T: Encodable>(&self, response: &T) -> Result<Bytes, HandlerError> {
         encode(self.api, self.version(), response)
+    }
+
+    /// Encodes a response body as `version`, for old versions whose response is that of a
+    /// later one.
+    pub fn encode_as<T: Encodable>(
+        &self,
+        version: i16,
+        response: &T,
+    ) -> Result<Bytes, HandlerError> {
+        encode(self.api, version, response)
     }
 }
 

@@ -1,11 +1,16 @@
-//! OffsetCommit (key 8), v2–v8: a group (or a consumer outside group management, generation
-//! -1) stores consumed positions. v6 adds the leader epoch, v7 the group instance id; the
-//! retention time of v2–v4 is ignored (as by Kafka since 2.1: the broker's retention applies).
+//! OffsetCommit (key 8), v0–v9: a group (or a consumer outside group management, generation
+//! -1) stores consumed positions. v0 has no generation or member (a commit outside group
+//! management); v1 adds them and a per-partition commit timestamp, which becomes the
+//! offset's commit time (-1: the broker's), as in Kafka; v0/v1 are hand-decoded and answered
+//! as v2 (same response). v6 adds the leader epoch, v7 the group instance id; the retention
+//! time of v2–v4 is ignored (as by Kafka since 2.1: the broker's retention applies). v9
+//! (KIP-848) changes nothing for classic groups: its member epoch is the generation.
 //! The response has per-partition errors only, so a request-wide error goes on every partition.
 
 use std::collections::HashMap;
 
 use crate::group::api::{Call, OffsetCommitCall, OffsetToCommit, Reply};
+use crate::protocol::legacy_offsets::{decode_offset_commit_v0_1, LegacyOffsetCommit};
 use crate::protocol::messages::offset_commit_request::OffsetCommitRequest;
 use crate::protocol::messages::offset_commit_response::{
     OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -15,8 +20,22 @@ use bytes::Bytes;
 
 use super::{coordinator_call, HandlerError, Request};
 
+/// v0 and v1 are answered with the v2 response, which has the same layout.
+const FIRST_CRATE_VERSION: i16 = 2;
+
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: OffsetCommitRequest = req.decode()?;
+    let LegacyOffsetCommit {
+        request,
+        commit_timestamps,
+    } = if req.version() < FIRST_CRATE_VERSION {
+        req.decode_with(|body| decode_offset_commit_v0_1(body, req.version()))?
+    } else {
+        let request: OffsetCommitRequest = req.decode()?;
+        LegacyOffsetCommit {
+            request,
+            commit_timestamps: Vec::new(),
+        }
+    };
     // Empty group ids are allowed here (Kafka keeps them for old consumers).
     let group_id = request.group_id.0.to_string();
 
@@ -28,6 +47,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     for topic in &request.topics {
         for p in &topic.partitions {
             let exists = meta.has_partition(&topic.name.0, p.partition_index);
+            let commit_timestamp = commit_timestamps.get(known.len()).copied();
             known.push(exists);
             if exists {
                 offsets.push(OffsetToCommit {
@@ -36,6 +56,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     offset: p.committed_offset,
                     leader_epoch: p.committed_leader_epoch,
                     metadata: p.committed_metadata.as_ref().map(|s| s.to_string()),
+                    commit_timestamp,
                 });
             }
         }
@@ -92,5 +113,5 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         }
         response.topics.push(t);
     }
-    req.encode(&response)
+    req.encode_as(req.version().max(FIRST_CRATE_VERSION), &response)
 }

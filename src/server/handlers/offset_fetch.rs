@@ -1,8 +1,11 @@
-//! OffsetFetch (key 9), v1–v8: a group's committed offsets. v1–v7 ask for one group: given
+//! OffsetFetch (key 9), v0–v9: a group's committed offsets. v0 has v1's layout (decoded and
+//! answered as v1; offsets come from the coordinator, where v0 commits go too). v1–v7 ask
+//! for one group: given
 //! partitions, or (v2+, topics null) every partition the group has an offset for. v8 asks for
 //! several groups at once, each answered with its own error. Errors: per partition only in
 //! v1, for the group from v2. `require_stable` (v7+) is ignored: there are no transactional
-//! offsets to wait for.
+//! offsets to wait for. v9 (KIP-848) adds a member id and epoch per group, which Kafka does
+//! not check for classic groups: neither do we.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -31,7 +34,7 @@ const NO_OFFSET: i64 = -1;
 const NO_LEADER_EPOCH: i32 = -1;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
-    let request: OffsetFetchRequest = req.decode()?;
+    let request: OffsetFetchRequest = req.decode_as(req.version().max(1))?;
     if req.version() >= GROUPS_VERSION {
         handle_groups(req, request).await
     } else {
@@ -79,7 +82,7 @@ async fn handle_single_group(
             .collect();
         response.topics = single_group_topics(failed, version);
     }
-    req.encode(&response)
+    req.encode_as(version.max(1), &response)
 }
 
 /// v8+: several groups, fetched concurrently (they may live on different shards).
