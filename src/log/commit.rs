@@ -348,6 +348,19 @@ async fn create_files(inner: &LogInner, base_offset: i64) -> Result<Rc<SegmentFi
             .await
             .map_err(|e| LogError::from_io(&inner.dir, "creating a segment", e))?,
     );
+    let preallocate = {
+        let st = inner.state.borrow();
+        st.config
+            .preallocate
+            .then(|| st.config.effective_segment_bytes())
+    };
+    if let Some(len) = preallocate {
+        // ENOSPC here is a full disk like any other: the flight rolls back.
+        files
+            .log
+            .preallocate(len)
+            .map_err(|e| LogError::from_io(&inner.dir, "preallocating a segment", e))?;
+    }
     if let Some(s) = inner.state.borrow_mut().segment_mut(base_offset) {
         s.files = Some(Rc::clone(&files));
     }

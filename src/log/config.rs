@@ -76,10 +76,10 @@ pub struct LogConfig {
     pub compression: TopicCompression,
     /// `cleanup.policy`
     pub cleanup_policy: CleanupPolicy,
-    /// `file.delete.delay.ms`: stored; segment files are deleted as soon as retention or
-    /// DeleteRecords drops them.
+    /// `file.delete.delay.ms`: how long a segment deleted by retention or DeleteRecords lives
+    /// on as `<name>.deleted` before its files are removed.
     pub file_delete_delay_ms: i64,
-    /// `preallocate`: stored; segment files grow with their appends.
+    /// `preallocate`: a new segment's blocks are allocated up front (`segment.bytes`).
     pub preallocate: bool,
     /// `min.insync.replicas`: stored for replication (one node: the ISR is always 1).
     pub min_insync_replicas: i32,

@@ -31,6 +31,7 @@ pub mod recovery;
 mod retention;
 pub mod scan;
 pub mod segment;
+pub mod segment_delete;
 pub mod segment_read;
 mod stage;
 pub mod time_index;

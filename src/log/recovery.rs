@@ -182,7 +182,9 @@ fn list_segments(dir: &Path) -> std::io::Result<Vec<i64>> {
                 .and_then(|stem| parse_log_file_name(&format!("{stem}.log")))
                 .is_some_and(|base| bases.binary_search(&base).is_err())
         });
-        if orphan_index || name.ends_with(".tmp") {
+        // Segments whose delayed deletion a stop cut short go now (Kafka does the same).
+        let delayed_delete = name.ends_with(super::segment_delete::DELETED_SUFFIX);
+        if orphan_index || delayed_delete || name.ends_with(".tmp") {
             std::fs::remove_file(dir.join(&name))?;
         }
     }

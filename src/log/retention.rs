@@ -4,8 +4,8 @@
 use super::error::LogError;
 use super::partition_log::Log;
 use super::policy::{self, RetentionReason, SegmentSummary};
-use super::recovery;
 use super::segment::{Segment, SegmentPaths};
+use super::segment_delete::delete_segment;
 use crate::runtime;
 
 /// What retention did.
@@ -82,8 +82,9 @@ impl Log {
         }
         let dir = &self.inner.dir;
         self.inner.write_checkpoint(|_| {}).await?;
+        let delay_ms = self.inner.state.borrow().config.file_delete_delay_ms;
         for seg in removed {
-            recovery::remove_segment_files(&SegmentPaths::new(dir, seg.base_offset))
+            delete_segment(&SegmentPaths::new(dir, seg.base_offset), delay_ms)
                 .await
                 .map_err(|e| LogError::from_io(dir, "deleting a segment", e))?;
             outcome.deleted_segments.push(seg.base_offset);

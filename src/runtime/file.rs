@@ -106,6 +106,31 @@ impl File {
         }
     }
 
+    /// Allocates the blocks of `[0, len)` without changing the file's size
+    /// (`fallocate(FALLOC_FL_KEEP_SIZE)`): appends then find their space allocated, and the
+    /// size still says where the data ends, so recovery and readers are unaffected. A file
+    /// system without fallocate is not an error (nothing is allocated).
+    pub fn preallocate(&self, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain syscall on a descriptor we own; no memory is passed.
+        let rc = unsafe {
+            libc::fallocate(
+                self.inner.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                0,
+                len as libc::off_t,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Ok(()),
+            _ => Err(error),
+        }
+    }
+
     pub async fn fdatasync(&self) -> io::Result<()> {
         if let Some(t) = &self.tracked {
             fault::before(t, FileOp::Fsync)?;
