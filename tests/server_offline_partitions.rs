@@ -10,6 +10,7 @@ use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::metadata_response::{MetadataResponse, MetadataResponsePartition};
 use kafka_protocol::messages::{ApiKey, BrokerId};
+use ringbroker::protocol::batch_builder::BatchBuilder;
 
 mod broker;
 use broker::{topic_name, Broker, Client};
@@ -17,6 +18,7 @@ use broker::{topic_name, Broker, Client};
 const NONE: i16 = 0;
 const LEADER_NOT_AVAILABLE: i16 = 5;
 const KAFKA_STORAGE_ERROR: i16 = 56;
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 
 /// Metadata v12 for one topic: its partitions, by index.
 fn partitions(c: &mut Client, topic: &str) -> Vec<MetadataResponsePartition> {
@@ -184,6 +186,13 @@ fn a_failed_fsync_takes_the_partition_offline_while_the_others_serve() {
     // The next fsync would not fail the same way on a real disk, but may vouch for lost
     // pages: the partition stays offline.
     assert_partition_answers(&mut c, "t", 1, KAFKA_STORAGE_ERROR);
+    // Produce v3 predates KAFKA_STORAGE_ERROR (KIP-112): NOT_LEADER_OR_FOLLOWER, as Kafka.
+    let mut b = BatchBuilder::new(1_700_000_000_000);
+    b.push(None, Some(b"v"), 1_700_000_000_000, &[]);
+    assert_eq!(
+        c.produce_records(3, -1, "t", 1, b.build()).0,
+        NOT_LEADER_OR_FOLLOWER
+    );
     assert_eq!(
         c.produce("t", 0, 1, 10),
         (NONE, 2),

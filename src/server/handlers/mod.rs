@@ -464,3 +464,14 @@ fn call_kind(call: &Call) -> &'static str {
 pub fn str_bytes(s: impl Into<String>) -> crate::protocol::StrBytes {
     crate::protocol::StrBytes::from_string(s.into())
 }
+
+/// KAFKA_STORAGE_ERROR for clients that know it: Produce before v4 and Fetch before v6 predate
+/// it (KIP-112), so they get NOT_LEADER_OR_FOLLOWER instead, as Kafka answers them (they then
+/// refresh metadata and retry, rather than fail on an unknown code).
+pub fn storage_error_for_version(code: i16, version: i16, first_version_with_it: i16) -> i16 {
+    if code == ResponseError::KafkaStorageError.code() && version < first_version_with_it {
+        ResponseError::NotLeaderOrFollower.code()
+    } else {
+        code
+    }
+}

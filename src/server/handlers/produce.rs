@@ -14,7 +14,7 @@ use crate::protocol::messages::produce_response::{
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
-use super::{str_bytes, HandlerError, Request};
+use super::{storage_error_for_version, str_bytes, HandlerError, Request};
 use crate::group::api::OFFSETS_TOPIC;
 use crate::protocol::legacy::convert_message_set;
 use crate::protocol::legacy_produce::{
@@ -104,7 +104,7 @@ pub async fn handle_legacy(req: &Request<'_>) -> Result<Option<Bytes>, HandlerEr
                     },
                     Some(PartitionResult::Produce(Err(e))) => LegacyPartitionResponse {
                         partition: part.partition,
-                        error_code: e.code,
+                        error_code: storage_error_for_version(e.code, version, 4),
                         base_offset: -1,
                         log_append_time_ms: -1,
                     },
@@ -204,7 +204,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
                         }
                     }
                     Some(PartitionResult::Produce(Err(e))) => {
-                        p.error_code = e.code;
+                        p.error_code = storage_error_for_version(e.code, version, 4);
                         tracing::debug!(topic = %topic.name.0, partition = part.index, error = %e.message, "produce failed");
                         if version >= 8 {
                             // KIP-467: which records made the batch fail, and why.
