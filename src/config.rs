@@ -98,6 +98,9 @@ pub struct BrokerConfig {
     /// `fetch.max.bytes`: the most record bytes in one Fetch response (Kafka: 55 MiB); a
     /// request's own `max_bytes` is capped by it. The first batch still comes whole (KIP-74).
     pub fetch_max_bytes: usize,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) kept per shard
+    /// (Kafka: per broker, 1000); 0 turns sessions off.
+    pub fetch_session_cache_slots: usize,
     /// `socket.request.max.bytes`: largest request frame; checked before allocating.
     pub socket_request_max_bytes: usize,
     /// `queued.max.request.bytes` per connection: requests in flight on one connection before
@@ -168,6 +171,7 @@ impl Default for BrokerConfig {
             auto_create_topics: true,
             message_max_bytes: 1_048_588,
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
+            fetch_session_cache_slots: 1000,
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
@@ -368,6 +372,10 @@ impl BrokerConfig {
                     )));
                 }
                 self.fetch_max_bytes = usize::try_from(n).map_err(|e| bad(e.to_string()))?;
+            }
+            "max.incremental.fetch.session.cache.slots" => {
+                self.fetch_session_cache_slots =
+                    usize::try_from(int(value)?).map_err(|e| bad(e.to_string()))?;
             }
             "socket.request.max.bytes" => self.socket_request_max_bytes = positive(value)? as usize,
             "queued.max.request.bytes" => {

@@ -115,6 +115,9 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         .map(|(ip, n)| format!("{}:{n}", bracket_ipv6(&ip.to_string())))
         .collect::<Vec<_>>()
         .join(",")),
+    prop!("max.incremental.fetch.session.cache.slots", |c| c
+        .fetch_session_cache_slots
+        .to_string()),
     prop!("message.max.bytes", |c| c.message_max_bytes.to_string()),
     prop!("node.id", &["broker.id"], |c| c.node_id.to_string()),
     prop!("num.partitions", |c| c.num_partitions.to_string()),

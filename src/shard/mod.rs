@@ -9,6 +9,7 @@
 mod errors;
 pub mod fetch;
 pub mod fetch_budget;
+pub mod fetch_session;
 pub mod group_service;
 pub mod groups;
 pub mod messages;
@@ -82,6 +83,8 @@ pub struct Shard {
     /// Bytes of Produce requests held on this shard (`ringbroker.produce.memory.max.bytes`):
     /// requests its connections read, and produce data other shards forwarded to it.
     pub produce_memory: MemoryBudget,
+    /// Fetch sessions (KIP-227) of the connections this shard serves.
+    pub fetch_sessions: RefCell<fetch_session::FetchSessions>,
 }
 
 impl Shard {
@@ -115,6 +118,7 @@ impl Shard {
         };
         let config_group = config.group.clone();
         let produce_memory = MemoryBudget::new(config.produce_memory_limit());
+        let fetch_session_slots = config.fetch_session_cache_slots;
         let shard = Rc::new(Shard {
             id,
             count,
@@ -130,6 +134,10 @@ impl Shard {
             groups: group_service::GroupService::new(config_group),
             producer_ids: producer_ids::ProducerIdAllocator::new(),
             produce_memory,
+            fetch_sessions: RefCell::new(fetch_session::FetchSessions::new(
+                fetch_session_slots,
+                first_session_id(id),
+            )),
         });
         let meta = shard.metadata();
         if id == 0 {
@@ -705,6 +713,18 @@ impl Shard {
 }
 
 /// Bytes of record data in a request's produce operations.
+/// A shard's first fetch session id: shards and restarts start apart, so that a client that
+/// reconnects elsewhere with an old id is answered FETCH_SESSION_ID_NOT_FOUND, not someone
+/// else's session.
+fn first_session_id(shard: usize) -> i32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let spread = (nanos as usize).wrapping_add(shard.wrapping_mul(0x9E37_79B9)) & 0x3FFF_FFFF;
+    spread.max(1) as i32
+}
+
 fn produce_bytes(request: &ShardRequest) -> usize {
     match request {
         ShardRequest::Partitions { ops, .. } => ops

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interop suite: real third-party Kafka clients (kcat, confluent-kafka, kafka-python, Go's Sarama
-# and kafka-go from Debian's packages) against a
+# and kafka-go from Debian's packages, kafkajs 2 from npm) against a
 # real ringbroker process.
 #
 #   bash tests/interop/run.sh            builds the release binary if needed, then runs everything
@@ -15,8 +15,8 @@
 # idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
 # Needs kcat, python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard, and
-# Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev
-# (.ci/run installs them).
+# Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev,
+# node with tests/interop/kafkajs/node_modules (npm install there; .ci/run installs them all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -52,6 +52,8 @@ GOPATH_DEBIAN=/usr/share/gocode
 command -v go >/dev/null 2>&1 && [ -d $GOPATH_DEBIAN/src/github.com/Shopify/sarama ] &&
   [ -d $GOPATH_DEBIAN/src/github.com/segmentio/kafka-go ] ||
   missing="$missing go(golang-go,golang-github-shopify-sarama-dev,golang-github-segmentio-kafka-go-dev)"
+command -v node >/dev/null 2>&1 && [ -d "$HERE/kafkajs/node_modules/kafkajs" ] ||
+  missing="$missing node-kafkajs(nodejs; npm install in tests/interop/kafkajs)"
 if [ -n "$missing" ]; then
   fail "missing prerequisites:$missing (.ci/run installs them)"
   summary
@@ -287,6 +289,9 @@ run_client kafka-python-before 120 python3 "$HERE/kafka_python_test.py" --bootst
 # Sarama 1.22 and kafka-go 0.2.1: the oldest request versions (Fetch v2/v3, CreateTopics v0/v1,
 # DescribeConfigs v0, OffsetCommit v1), every codec, a consumer group with its commits checked.
 [ -x "$GO_BIN" ] && run_client go 120 "$GO_BIN" -bootstrap "$B" -prefix go -timeout 30s
+# kafkajs 2: gzip and uncompressed produce, a committing consumer group checked with
+# fetchOffsets, list/describe topics and configs, delete.
+run_client kafkajs 120 node "$HERE/kafkajs/kafkajs_test.js" --bootstrap "$B" --prefix kafkajs --timeout-ms 30000
 # Consumer groups (fail fast with FAIL lines while the broker does not advertise the group APIs).
 run_client groups-confluent-before 150 python3 "$HERE/groups_confluent.py" --bootstrap "$B" --phase before \
   --state "$STATE/groups_confluent.json" --session-timeout-ms "$GROUP_SESSION_MS"

@@ -245,6 +245,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Most record bytes in one Fetch response (the first batch comes whole).",
         ),
         (
+            "max.incremental.fetch.session.cache.slots",
+            c.fetch_session_cache_slots.to_string(),
+            TYPE_INT,
+            "Fetch sessions (KIP-227) kept per shard; 0 turns them off.",
+        ),
+        (
             "socket.request.max.bytes",
             c.socket_request_max_bytes.to_string(),
             TYPE_INT,

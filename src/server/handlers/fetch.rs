@@ -1,5 +1,7 @@
 //! Fetch (key 1): read batches from partitions, long-polling up to max_wait_ms until min_bytes
-//! are available. Sessions are not kept (session id 0: every request is a full fetch).
+//! are available. From v7, fetch sessions (KIP-227, `shard::fetch_session`): a full fetch
+//! creates one, and the incremental fetches that follow name only the partitions that changed
+//! and are answered only the partitions with news.
 //!
 //! The response keeps to one byte budget (KIP-74): the request's `max_bytes`, capped by the
 //! broker's `fetch.max.bytes`, spent on partitions in request order, each at most its
@@ -13,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::protocol::messages::fetch_request::FetchRequest;
+use crate::protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use crate::protocol::messages::fetch_response::{
     FetchResponse, FetchableTopicResponse, PartitionData,
 };
@@ -27,6 +29,9 @@ use crate::protocol::legacy_downconvert::{
 use crate::protocol::legacy_fetch::{decode_fetch_v0_3, encode_fetch_response_v0_3};
 use crate::protocol::ResponseError;
 use crate::shard::fetch_budget::FetchBudget;
+use crate::shard::fetch_session::{
+    Plan, Position, ReadOutcome, SessionPartition, FINAL_EPOCH, NO_SESSION,
+};
 use crate::shard::messages::{PartitionOp, PartitionResult};
 
 /// Upper bound on one long poll, whatever the client asks.
@@ -35,6 +40,8 @@ const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
 const LAST_LEGACY_VERSION: i16 = 3;
 /// The first version naming topics by id.
 const TOPIC_ID_VERSION: i16 = 13;
+/// The first version with fetch sessions.
+const SESSION_VERSION: i16 = 7;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: FetchRequest = if req.version() <= LAST_LEGACY_VERSION {
@@ -42,7 +49,17 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     } else {
         req.decode()?
     };
+    let mut request = request;
     let shard = req.shard;
+    let plan = match begin_session(req, &mut request) {
+        Ok(plan) => plan,
+        Err(code) => {
+            let mut response = FetchResponse::default();
+            response.error_code = code;
+            response.session_id = NO_SESSION;
+            return req.encode(&response);
+        }
+    };
     let meta = shard.metadata();
     let names: Vec<String> = request
         .topics
@@ -86,7 +103,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         let now = Instant::now();
         let satisfied = total >= min_bytes || any_error || results.is_empty();
         if satisfied || last_look || now >= deadline {
-            return build_response(req, &request, &names, results, max_bytes);
+            return build_response(req, &request, &names, results, max_bytes, &plan);
         }
         let waits = fetch_ops(&request, &names, &results)
             .into_iter()
@@ -171,13 +188,13 @@ fn build_response(
     names: &[String],
     results: Vec<PartitionResult>,
     max_bytes: usize,
+    plan: &Plan,
 ) -> Result<Bytes, HandlerError> {
     let mut results = results.into_iter();
     // Each shard kept to the budget on its own; over all of them, in request order, it is
     // applied once more (whole batches only).
     let mut budget = FetchBudget::new(max_bytes);
     let mut response = FetchResponse::default();
-    response.session_id = 0;
     for (topic, name) in request.topics.iter().zip(names) {
         let unknown_id = req.version() >= TOPIC_ID_VERSION && name.is_empty();
         let mut t = FetchableTopicResponse::default();
@@ -219,6 +236,7 @@ fn build_response(
         }
         response.responses.push(t);
     }
+    finish_session(req, request, &mut response, plan);
     if req.version() <= LAST_LEGACY_VERSION {
         let magic = magic_for_fetch_version(req.version());
         let max_decompressed = req.shard.config.fetch_max_bytes.saturating_mul(4);
@@ -230,6 +248,138 @@ fn build_response(
         return Ok(encode_fetch_response_v0_3(&response, req.version()));
     }
     req.encode(&response)
+}
+
+/// Applies the request's session fields to this shard's sessions. For an incremental fetch,
+/// rewrites `request` to name every partition of the session (with the positions it holds).
+/// Err: the error code of the whole response (70, 71).
+fn begin_session(req: &Request<'_>, request: &mut FetchRequest) -> Result<Plan, i16> {
+    if req.version() < SESSION_VERSION {
+        return Ok(Plan::Sessionless);
+    }
+    let requested: Vec<(SessionPartition, Position)> = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| {
+                let position = Position {
+                    fetch_offset: p.fetch_offset,
+                    max_bytes: p.partition_max_bytes,
+                };
+                (
+                    session_key(req, &t.topic.0, t.topic_id, p.partition),
+                    position,
+                )
+            })
+        })
+        .collect();
+    let forgotten: Vec<SessionPartition> = request
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| session_key(req, &t.topic.0, t.topic_id, *p))
+        })
+        .collect();
+    let plan = req
+        .shard
+        .fetch_sessions
+        .borrow_mut()
+        .begin(
+            request.session_id,
+            request.session_epoch,
+            &requested,
+            &forgotten,
+        )
+        .map_err(|e| e.code())?;
+    if let Plan::Incremental { partitions, .. } = &plan {
+        request.topics = session_topics(partitions);
+    }
+    Ok(plan)
+}
+
+fn session_key(req: &Request<'_>, name: &str, id: uuid::Uuid, partition: i32) -> SessionPartition {
+    let by_id = req.version() >= TOPIC_ID_VERSION;
+    SessionPartition {
+        topic: if by_id {
+            String::new()
+        } else {
+            name.to_string()
+        },
+        topic_id: if by_id { id.as_u128() } else { 0 },
+        partition,
+    }
+}
+
+/// The session's partitions as request topics (consecutive partitions of a topic together).
+fn session_topics(partitions: &[(SessionPartition, Position)]) -> Vec<FetchTopic> {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for (key, position) in partitions {
+        let id = uuid::Uuid::from_u128(key.topic_id);
+        let same = topics
+            .last()
+            .is_some_and(|t| t.topic.0.as_str() == key.topic && t.topic_id == id);
+        if !same {
+            let mut t = FetchTopic::default();
+            t.topic = super::topic_name(&key.topic);
+            t.topic_id = id;
+            topics.push(t);
+        }
+        let mut p = FetchPartition::default();
+        p.partition = key.partition;
+        p.fetch_offset = position.fetch_offset;
+        p.partition_max_bytes = position.max_bytes;
+        if let Some(t) = topics.last_mut() {
+            t.partitions.push(p);
+        }
+    }
+    topics
+}
+
+/// Creates the session of a full fetch (its id in the response), or keeps only the partitions
+/// with news in the response of an incremental one.
+fn finish_session(
+    req: &Request<'_>,
+    request: &FetchRequest,
+    response: &mut FetchResponse,
+    plan: &Plan,
+) {
+    let mut reads = Vec::new();
+    for (asked, t) in request.topics.iter().zip(&response.responses) {
+        for (p, d) in asked.partitions.iter().zip(&t.partitions) {
+            let key = session_key(req, &asked.topic.0, asked.topic_id, p.partition);
+            let position = Position {
+                fetch_offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes,
+            };
+            let read = ReadOutcome {
+                high_watermark: d.high_watermark,
+                last_stable_offset: d.last_stable_offset,
+                log_start_offset: d.log_start_offset,
+                has_records: d.records.as_ref().is_some_and(|r| !r.is_empty()),
+                error: d.error_code != 0,
+            };
+            reads.push((key, position, read));
+        }
+    }
+    let mut sessions = req.shard.fetch_sessions.borrow_mut();
+    match plan {
+        Plan::Sessionless => response.session_id = NO_SESSION,
+        Plan::Full if request.session_epoch != FINAL_EPOCH => {
+            response.session_id = sessions.create(reads);
+        }
+        Plan::Full => response.session_id = NO_SESSION,
+        Plan::Incremental { id, .. } => {
+            let reads: Vec<_> = reads.into_iter().map(|(k, _, r)| (k, r)).collect();
+            let mut keep = sessions.select(*id, &reads).into_iter();
+            for t in &mut response.responses {
+                t.partitions.retain(|_| keep.next().unwrap_or(true));
+            }
+            response.responses.retain(|t| !t.partitions.is_empty());
+            response.session_id = *id;
+        }
+    }
 }
 
 /// Rewrites a partition's records as a legacy message set of `magic`.
