@@ -1,0 +1,119 @@
+//! OffsetForLeaderEpoch, DescribeLogDirs and DescribeProducers over the wire, against Kafka's
+//! answers for a one-node cluster whose only leader epoch is 0.
+
+use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol::messages::offset_for_leader_epoch_response::OffsetForLeaderEpochResponse;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::ResponseError;
+
+mod broker;
+use broker::{topic_name, Broker, Client};
+
+/// OffsetForLeaderEpoch v2+ for partitions of one topic, each (partition, current epoch,
+/// epoch): per partition (error, leader epoch, end offset).
+fn epoch_end(
+    c: &mut Client,
+    version: i16,
+    topic: &str,
+    partitions: &[(i32, i32, i32)],
+) -> Vec<(i16, i32, i64)> {
+    let mut t = OffsetForLeaderTopic::default();
+    t.topic = topic_name(topic);
+    for &(partition, current, epoch) in partitions {
+        let mut p = OffsetForLeaderPartition::default();
+        p.partition = partition;
+        p.current_leader_epoch = current;
+        p.leader_epoch = epoch;
+        t.partitions.push(p);
+    }
+    let mut req = OffsetForLeaderEpochRequest::default();
+    req.replica_id = kafka_protocol::messages::BrokerId(-1);
+    req.topics = vec![t];
+    let resp: OffsetForLeaderEpochResponse = c.call(ApiKey::OffsetForLeaderEpoch, version, &req);
+    assert_eq!(resp.topics.len(), 1);
+    resp.topics[0]
+        .partitions
+        .iter()
+        .zip(partitions)
+        .map(|(r, &(partition, ..))| {
+            assert_eq!(r.partition, partition);
+            (r.error_code, r.leader_epoch, r.end_offset)
+        })
+        .collect()
+}
+
+/// OffsetForLeaderEpoch v0/v1 (hand-coded) for partition 0 of `topic`: (error, leader epoch
+/// (v1 only, else -1), end offset).
+fn epoch_end_legacy(c: &mut Client, version: i16, topic: &str, epoch: i32) -> (i16, i32, i64) {
+    let mut b = BytesMut::new();
+    b.put_i32(1);
+    b.put_i16(topic.len() as i16);
+    b.put_slice(topic.as_bytes());
+    b.put_i32(1);
+    b.put_i32(0);
+    b.put_i32(epoch);
+    let mut r = c.call_raw(ApiKey::OffsetForLeaderEpoch, version, &b);
+    assert_eq!(r.get_i32(), 1);
+    let n = r.get_i16() as usize;
+    r.advance(n);
+    assert_eq!(r.get_i32(), 1);
+    let error = r.get_i16();
+    assert_eq!(r.get_i32(), 0);
+    let leader_epoch = if version >= 1 { r.get_i32() } else { -1 };
+    let end = r.get_i64();
+    assert!(r.is_empty(), "{} bytes left", r.len());
+    (error, leader_epoch, end)
+}
+
+#[test]
+fn offset_for_leader_epoch_answers_the_log_end_for_epoch_zero_in_every_version() {
+    let broker = Broker::start(&[]);
+    let mut c = broker.client();
+    c.create_topic("ep", 2, &[]);
+    assert_eq!(c.produce("ep", 0, 5, 10).0, 0);
+    assert_eq!(c.produce("ep", 0, 2, 10).0, 0);
+
+    let unknown_epoch = ResponseError::UnknownLeaderEpoch.code();
+    let fenced = ResponseError::FencedLeaderEpoch.code();
+    for version in 2..=4 {
+        assert_eq!(
+            epoch_end(
+                &mut c,
+                version,
+                "ep",
+                &[(0, -1, 0), (1, 0, 0), (0, 0, 3), (0, 1, 0), (0, -2, 0)]
+            ),
+            vec![
+                // Epoch 0 is the current one: it ends at the log end.
+                (0, 0, 7),
+                (0, 0, 0),
+                // Newer than any epoch: undefined.
+                (0, -1, -1),
+                // The client believes in a newer leader epoch, or an older one.
+                (unknown_epoch, -1, -1),
+                (fenced, -1, -1),
+            ],
+            "v{version}"
+        );
+    }
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    assert_eq!(
+        epoch_end(&mut c, 4, "ep", &[(9, -1, 0)]),
+        vec![(unknown, -1, -1)]
+    );
+    assert_eq!(
+        epoch_end(&mut c, 4, "nope", &[(0, -1, 0)]),
+        vec![(unknown, -1, -1)]
+    );
+    assert_eq!(epoch_end_legacy(&mut c, 0, "ep", 0), (0, -1, 7));
+    assert_eq!(epoch_end_legacy(&mut c, 1, "ep", 0), (0, 0, 7));
+    assert_eq!(epoch_end_legacy(&mut c, 1, "ep", 2), (0, -1, -1));
+    assert_eq!(epoch_end_legacy(&mut c, 1, "nope", 0), (unknown, -1, -1));
+    // DeleteRecords moves the log start, not the end of epoch 0.
+    assert_eq!(c.delete_records("ep", 0, 4), (0, 4));
+    assert_eq!(epoch_end(&mut c, 4, "ep", &[(0, 0, 0)]), vec![(0, 0, 7)]);
+    broker.stop_cleanly();
+}
