@@ -2,11 +2,16 @@
 //! answers for a one-node cluster whose only leader epoch is 0.
 
 use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol::messages::describe_log_dirs_request::{
+    DescribableLogDirTopic, DescribeLogDirsRequest,
+};
+use kafka_protocol::messages::describe_log_dirs_response::DescribeLogDirsResponse;
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::offset_for_leader_epoch_response::OffsetForLeaderEpochResponse;
 use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::{Decodable, Encodable};
 use kafka_protocol::ResponseError;
 
 mod broker;
@@ -115,5 +120,103 @@ fn offset_for_leader_epoch_answers_the_log_end_for_epoch_zero_in_every_version()
     // DeleteRecords moves the log start, not the end of epoch 0.
     assert_eq!(c.delete_records("ep", 0, 4), (0, 4));
     assert_eq!(epoch_end(&mut c, 4, "ep", &[(0, 0, 0)]), vec![(0, 0, 7)]);
+    broker.stop_cleanly();
+}
+
+/// DescribeLogDirs: the one log dir's (error, path, total, usable) and its (topic,
+/// partition, size) entries, sorted.
+#[allow(clippy::type_complexity)]
+fn log_dirs(
+    c: &mut Client,
+    version: i16,
+    topics: Option<&[(&str, &[i32])]>,
+) -> ((i16, String, i64, i64), Vec<(String, i32, i64)>) {
+    let mut req = DescribeLogDirsRequest::default();
+    req.topics = topics.map(|ts| {
+        ts.iter()
+            .map(|(name, partitions)| {
+                let mut t = DescribableLogDirTopic::default();
+                t.topic = topic_name(name);
+                t.partitions = partitions.to_vec();
+                t
+            })
+            .collect()
+    });
+    // v0 is v1 on the wire; the crate knows v1+.
+    let resp: DescribeLogDirsResponse = if version == 0 {
+        let mut body = BytesMut::new();
+        req.encode(&mut body, 1).unwrap();
+        let mut raw = c.call_raw(ApiKey::DescribeLogDirs, 0, &body);
+        DescribeLogDirsResponse::decode(&mut raw, 1).unwrap()
+    } else {
+        c.call(ApiKey::DescribeLogDirs, version, &req)
+    };
+    assert_eq!(resp.error_code, 0);
+    assert_eq!(resp.results.len(), 1, "one log dir");
+    let dir = &resp.results[0];
+    let mut sizes = Vec::new();
+    for t in &dir.topics {
+        for p in &t.partitions {
+            assert_eq!((p.offset_lag, p.is_future_key), (0, false));
+            sizes.push((t.name.0.to_string(), p.partition_index, p.partition_size));
+        }
+    }
+    sizes.sort();
+    (
+        (
+            dir.error_code,
+            dir.log_dir.to_string(),
+            dir.total_bytes,
+            dir.usable_bytes,
+        ),
+        sizes,
+    )
+}
+
+#[test]
+fn describe_log_dirs_reports_partition_sizes_that_grow_with_produce() {
+    let broker = Broker::start(&[]);
+    let mut c = broker.client();
+    c.create_topic("ld", 2, &[]);
+    let only_ld: &[(&str, &[i32])] = &[("ld", &[0, 1, 7]), ("missing", &[0])];
+    let (dir, sizes) = log_dirs(&mut c, 4, Some(only_ld));
+    assert_eq!(dir.0, 0);
+    let data_dir = std::fs::canonicalize(broker.data_dir()).unwrap();
+    assert_eq!(
+        std::fs::canonicalize(&dir.1).unwrap(),
+        data_dir,
+        "the log dir is the data dir"
+    );
+    assert!(
+        dir.2 > 0 && dir.3 > 0 && dir.3 <= dir.2,
+        "v4 space: {dir:?}"
+    );
+    // Unknown partitions and topics are left out, as Kafka does.
+    assert_eq!(sizes, vec![("ld".into(), 0, 0), ("ld".into(), 1, 0)]);
+
+    assert_eq!(c.produce("ld", 0, 10, 100).0, 0);
+    let (_, after_one) = log_dirs(&mut c, 4, Some(only_ld));
+    let first = after_one[0].2;
+    assert!(first > 1000, "ten 100-byte records: {after_one:?}");
+    assert_eq!(after_one[1], ("ld".into(), 1, 0));
+    assert_eq!(c.produce("ld", 0, 10, 100).0, 0);
+    for version in 0..=4 {
+        let (dir, sizes) = log_dirs(&mut c, version, Some(only_ld));
+        assert!(sizes[0].2 > first, "v{version}: the size grew: {sizes:?}");
+        if version < 4 {
+            assert_eq!((dir.2, dir.3), (-1, -1), "v{version} has no space fields");
+        }
+    }
+    // Null topics: every partition, internal topics too.
+    let (_, all) = log_dirs(&mut c, 4, None);
+    assert!(
+        all.iter()
+            .any(|(t, p, size)| t == "ld" && *p == 0 && *size > first),
+        "{all:?}"
+    );
+    assert!(
+        all.iter().any(|(t, ..)| t == "__consumer_offsets"),
+        "{all:?}"
+    );
     broker.stop_cleanly();
 }

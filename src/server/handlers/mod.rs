@@ -11,6 +11,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -181,6 +182,11 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::OffsetForLeaderEpoch,
+        min_version: 0,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::DescribeLogDirs,
         min_version: 0,
         max_version: 4,
     },
@@ -411,6 +417,7 @@ pub async fn dispatch(
         ApiKey::DeleteGroups => Some(delete_groups::handle(&req).await?),
         ApiKey::OffsetDelete => Some(offset_delete::handle(&req).await?),
         ApiKey::InitProducerId => Some(init_producer_id::handle(&req).await?),
+        ApiKey::DescribeLogDirs => Some(describe_log_dirs::handle(&req).await?),
         ApiKey::OffsetForLeaderEpoch => Some(offset_for_leader_epoch::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
