@@ -6,6 +6,12 @@ use kafka_protocol::messages::describe_log_dirs_request::{
     DescribableLogDirTopic, DescribeLogDirsRequest,
 };
 use kafka_protocol::messages::describe_log_dirs_response::DescribeLogDirsResponse;
+use kafka_protocol::messages::describe_producers_request::{
+    DescribeProducersRequest, TopicRequest,
+};
+use kafka_protocol::messages::describe_producers_response::DescribeProducersResponse;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
@@ -16,6 +22,7 @@ use kafka_protocol::ResponseError;
 
 mod broker;
 use broker::{topic_name, Broker, Client};
+use ringbroker::protocol::batch_builder::BatchBuilder;
 
 /// OffsetForLeaderEpoch v2+ for partitions of one topic, each (partition, current epoch,
 /// epoch): per partition (error, leader epoch, end offset).
@@ -218,5 +225,82 @@ fn describe_log_dirs_reports_partition_sizes_that_grow_with_produce() {
         all.iter().any(|(t, ..)| t == "__consumer_offsets"),
         "{all:?}"
     );
+    broker.stop_cleanly();
+}
+
+/// DescribeProducers v0 of partitions of one topic: per partition (error, [(producer id,
+/// epoch, last sequence, last timestamp, coordinator epoch, txn start)]).
+#[allow(clippy::type_complexity)]
+fn producers(
+    c: &mut Client,
+    topic: &str,
+    partitions: &[i32],
+) -> Vec<(i16, Vec<(i64, i32, i32, i64, i32, i64)>)> {
+    let mut t = TopicRequest::default();
+    t.name = topic_name(topic);
+    t.partition_indexes = partitions.to_vec();
+    let mut req = DescribeProducersRequest::default();
+    req.topics = vec![t];
+    let resp: DescribeProducersResponse = c.call(ApiKey::DescribeProducers, 0, &req);
+    resp.topics[0]
+        .partitions
+        .iter()
+        .map(|p| {
+            let mut active: Vec<_> = p
+                .active_producers
+                .iter()
+                .map(|a| {
+                    (
+                        a.producer_id.0,
+                        a.producer_epoch,
+                        a.last_sequence,
+                        a.last_timestamp,
+                        a.coordinator_epoch,
+                        a.current_txn_start_offset,
+                    )
+                })
+                .collect();
+            active.sort();
+            (p.error_code, active)
+        })
+        .collect()
+}
+
+#[test]
+fn describe_producers_lists_the_idempotent_producers_of_a_partition() {
+    let broker = Broker::start(&[]);
+    let mut c = broker.client();
+    c.create_topic("dp", 2, &[]);
+    let resp: InitProducerIdResponse = c.call(
+        ApiKey::InitProducerId,
+        4,
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+            .with_producer_epoch(-1),
+    );
+    assert_eq!(resp.error_code, 0);
+    let (pid, epoch) = (resp.producer_id.0, resp.producer_epoch);
+    let base_ts = 1_700_000_000_000;
+    for (seq, count) in [(0, 3), (3, 2)] {
+        let mut b = BatchBuilder::new(base_ts).producer(pid, epoch, seq);
+        for i in 0..count {
+            b.push(None, Some(b"v"), base_ts + i64::from(seq) + i, &[]);
+        }
+        assert_eq!(c.produce_records(9, -1, "dp", 0, b.build()).0, 0);
+    }
+    // A plain produce is no producer.
+    assert_eq!(c.produce("dp", 1, 2, 10).0, 0);
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    assert_eq!(
+        producers(&mut c, "dp", &[0, 1, 5]),
+        vec![
+            (0, vec![(pid, i32::from(epoch), 4, base_ts + 4, -1, -1)]),
+            (0, vec![]),
+            (unknown, vec![]),
+        ]
+    );
+    assert_eq!(producers(&mut c, "nope", &[0]), vec![(unknown, vec![])]);
     broker.stop_cleanly();
 }

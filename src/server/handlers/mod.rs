@@ -12,6 +12,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -189,6 +190,11 @@ pub const APIS: &[ApiSpec] = &[
         key: ApiKey::DescribeLogDirs,
         min_version: 0,
         max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::DescribeProducers,
+        min_version: 0,
+        max_version: 0,
     },
     ApiSpec {
         key: ApiKey::InitProducerId,
@@ -417,6 +423,7 @@ pub async fn dispatch(
         ApiKey::DeleteGroups => Some(delete_groups::handle(&req).await?),
         ApiKey::OffsetDelete => Some(offset_delete::handle(&req).await?),
         ApiKey::InitProducerId => Some(init_producer_id::handle(&req).await?),
+        ApiKey::DescribeProducers => Some(describe_producers::handle(&req).await?),
         ApiKey::DescribeLogDirs => Some(describe_log_dirs::handle(&req).await?),
         ApiKey::OffsetForLeaderEpoch => Some(offset_for_leader_epoch::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
