@@ -304,3 +304,40 @@ fn describe_producers_lists_the_idempotent_producers_of_a_partition() {
     assert_eq!(producers(&mut c, "nope", &[0]), vec![(unknown, vec![])]);
     broker.stop_cleanly();
 }
+
+#[test]
+fn an_offline_partition_answers_kafka_storage_error() {
+    let mut broker = Broker::start(&[]);
+    let mut c = broker.client();
+    c.create_topic("off", 2, &[]);
+    for p in 0..2 {
+        assert_eq!(c.produce("off", p, 3, 10).0, 0);
+    }
+    drop(c);
+    broker.assert_clean_stop();
+    // A second segment starting inside the first: recovery refuses the log.
+    let dir = broker.data_dir().join("off-1");
+    std::fs::copy(
+        dir.join(format!("{:020}.log", 0)),
+        dir.join(format!("{:020}.log", 1)),
+    )
+    .unwrap();
+    broker.spawn();
+    let mut c = broker.client();
+    let storage = ResponseError::KafkaStorageError.code();
+    assert_eq!(
+        epoch_end(&mut c, 4, "off", &[(0, 0, 0), (1, 0, 0)]),
+        vec![(0, 0, 3), (storage, -1, -1)]
+    );
+    let status: Vec<i16> = producers(&mut c, "off", &[0, 1])
+        .into_iter()
+        .map(|(code, _)| code)
+        .collect();
+    assert_eq!(status, vec![0, storage]);
+    // DescribeLogDirs leaves the offline partition out: its size cannot be read.
+    let (_, sizes) = log_dirs(&mut c, 4, Some(&[("off", &[0, 1])]));
+    assert_eq!(sizes.len(), 1, "{sizes:?}");
+    assert_eq!(sizes[0].1, 0);
+    drop(c);
+    broker.stop_cleanly();
+}
