@@ -40,8 +40,8 @@ pub enum TopicCommand {
     /// Per partition: leader, replicas, in-sync replicas, log start offset, high watermark,
     /// and messages = high watermark - log start (an upper bound: transaction markers take
     /// offsets too). Then the configs set on the topic (--all-configs: every config with
-    /// where its value comes from). Partition sizes in bytes are not shown: they need
-    /// DescribeLogDirs, which ringbroker does not serve.
+    /// where its value comes from). SIZE-BYTES is each partition's size on disk
+    /// (DescribeLogDirs; `-` from a broker without it).
     ///
     /// Examples:
     ///   ringbroker topic describe orders
