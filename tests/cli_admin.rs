@@ -201,6 +201,10 @@ fn topic_lifecycle() {
     assert_eq!(partitions[0]["messages"], 3);
     assert_eq!(partitions[1]["messages"], 1);
     assert_eq!(partitions[0]["leader"], 0);
+    // Sizes from DescribeLogDirs: three records take more than one.
+    let size = |p: &Value| p["size_bytes"].as_i64().expect("a size");
+    assert!(size(&partitions[0]) > size(&partitions[1]), "{d}");
+    assert!(size(&partitions[1]) > 0, "{d}");
     assert_eq!(config_value(&d, "retention.ms").as_deref(), Some("123456"));
     assert_eq!(
         config_value(&d, "segment.bytes"),
@@ -210,6 +214,18 @@ fn topic_lifecycle() {
     let table = ok(&broker, &["topic", "describe", "orders"]);
     assert!(table.contains("retention.ms"), "{table}");
     assert!(table.contains("HIGH-WATERMARK"), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("PARTITION"))
+        .expect("a partition table");
+    assert!(lines[header].trim_end().ends_with("SIZE-BYTES"), "{table}");
+    let row0 = lines[header + 1];
+    assert_eq!(
+        row0.split_whitespace().last(),
+        Some(size(&partitions[0]).to_string().as_str()),
+        "{table}"
+    );
 
     ok(
         &broker,

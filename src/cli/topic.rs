@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::client::admin::{self, ConfigChange, ConfigEntry, ConfigResource, NewTopic, TopicInfo};
 use crate::client::cluster::{EARLIEST, LATEST};
-use crate::client::{ClientError, Cluster};
+use crate::client::{log_dirs, ClientError, Cluster};
 use kafka_protocol::ResponseError;
 
 use super::connect::ConnectArgs;
@@ -40,8 +40,8 @@ pub enum TopicCommand {
     /// Per partition: leader, replicas, in-sync replicas, log start offset, high watermark,
     /// and messages = high watermark - log start (an upper bound: transaction markers take
     /// offsets too). Then the configs set on the topic (--all-configs: every config with
-    /// where its value comes from). Partition sizes in bytes are not shown: they need
-    /// DescribeLogDirs, which ringbroker does not serve.
+    /// where its value comes from). SIZE-BYTES is each partition's size on disk
+    /// (DescribeLogDirs; `-` from a broker without it).
     ///
     /// Examples:
     ///   ringbroker topic describe orders
@@ -287,6 +287,8 @@ struct DescribedPartition {
     log_start_offset: i64,
     high_watermark: i64,
     messages: i64,
+    /// Bytes on disk (DescribeLogDirs); `None` when the broker does not say.
+    size_bytes: Option<i64>,
 }
 
 #[derive(Serialize)]
@@ -329,6 +331,11 @@ fn describe(args: DescribeArgs) -> Result<(), CliError> {
     let indexes: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
     let starts = cluster.list_offsets(&args.name, &indexes, EARLIEST)?;
     let ends = cluster.list_offsets(&args.name, &indexes, LATEST)?;
+    // Sizes are extra: a broker without DescribeLogDirs still gets the rest described.
+    let sizes = log_dirs::partition_sizes(&cluster, &args.name, &indexes).unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "no partition sizes");
+        Default::default()
+    });
     let partitions: Vec<DescribedPartition> = topic
         .partitions
         .iter()
@@ -341,6 +348,7 @@ fn describe(args: DescribeArgs) -> Result<(), CliError> {
             log_start_offset: start,
             high_watermark: end,
             messages: (end - start).max(0),
+            size_bytes: sizes.get(&p.partition).copied(),
         })
         .collect();
     let configs = admin::describe_configs(&cluster, &ConfigResource::Topic(args.name.clone()))?
@@ -400,6 +408,7 @@ fn render_description(out: &DescribeOutput, all_configs: bool) -> String {
         "LOG-START",
         "HIGH-WATERMARK",
         "MESSAGES",
+        "SIZE-BYTES",
     ]);
     for p in &out.partitions {
         table.row(vec![
@@ -410,6 +419,7 @@ fn render_description(out: &DescribeOutput, all_configs: bool) -> String {
             p.log_start_offset.to_string(),
             p.high_watermark.to_string(),
             p.messages.to_string(),
+            p.size_bytes.map_or_else(|| "-".into(), |b| b.to_string()),
         ]);
     }
     text.push_str(&table.render());
@@ -585,6 +595,7 @@ mod tests {
                 log_start_offset: 5,
                 high_watermark: 12,
                 messages: 7,
+                size_bytes: Some(410),
             }],
             configs: vec![DescribedConfig {
                 name: "retention.ms".into(),
@@ -606,7 +617,7 @@ mod tests {
             .unwrap()
             .split_whitespace()
             .collect();
-        assert_eq!(row, ["0", "0", "0", "0", "5", "12", "7"], "{text}");
+        assert_eq!(row, ["0", "0", "0", "0", "5", "12", "7", "410"], "{text}");
         assert!(
             text.lines()
                 .any(|l| l.split_whitespace().collect::<Vec<_>>()

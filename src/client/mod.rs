@@ -20,6 +20,7 @@ pub mod consumer;
 pub mod error;
 pub mod group_coordinator;
 pub mod group_member;
+pub mod log_dirs;
 pub mod metadata;
 pub mod producer;
 pub mod versions;

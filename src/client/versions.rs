@@ -24,6 +24,7 @@ pub const CLIENT_VERSIONS: &[(ApiKey, RangeInclusive<i16>)] = &[
     (ApiKey::DeleteTopics, 1..=6),
     (ApiKey::CreatePartitions, 0..=3),
     (ApiKey::DescribeConfigs, 1..=4),
+    (ApiKey::DescribeLogDirs, 1..=4),
     (ApiKey::AlterConfigs, 0..=2),
     (ApiKey::IncrementalAlterConfigs, 0..=1),
     (ApiKey::FindCoordinator, 1..=4),

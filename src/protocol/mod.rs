@@ -11,6 +11,7 @@ pub mod header;
 pub mod legacy;
 pub mod legacy_admin;
 pub mod legacy_downconvert;
+pub mod legacy_epoch;
 pub mod legacy_fetch;
 pub mod legacy_offsets;
 pub mod legacy_produce;

@@ -71,6 +71,7 @@ pub(super) fn error_result(op: &PartitionOp, code: i16, message: String) -> Part
         } => PartitionResult::LegacyOffsets(Err(err)),
         PartitionOp::ListOffsets { .. } => PartitionResult::ListOffsets(Err(err)),
         PartitionOp::DeleteRecords { .. } => PartitionResult::DeleteRecords(Err(err)),
+        PartitionOp::Describe { .. } => PartitionResult::Describe(Err(err)),
     }
 }
 

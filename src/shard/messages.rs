@@ -97,6 +97,13 @@ pub enum PartitionOp {
         partition: i32,
         offset: i64,
     },
+    /// Read a partition's offsets and size (and, with `producers`, its active idempotent
+    /// producers): OffsetForLeaderEpoch, DescribeLogDirs and DescribeProducers.
+    Describe {
+        topic: String,
+        partition: i32,
+        producers: bool,
+    },
 }
 
 impl PartitionOp {
@@ -112,6 +119,9 @@ impl PartitionOp {
                 topic, partition, ..
             }
             | PartitionOp::DeleteRecords {
+                topic, partition, ..
+            }
+            | PartitionOp::Describe {
                 topic, partition, ..
             } => (topic, *partition),
         }
@@ -153,6 +163,27 @@ pub enum PartitionResult {
     /// ListOffsets v0: offsets, highest first.
     LegacyOffsets(Result<Vec<i64>, PartitionError>),
     DeleteRecords(Result<i64, PartitionError>),
+    Describe(Result<PartitionSummary, PartitionError>),
+}
+
+/// A partition as [`PartitionOp::Describe`] reads it.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionSummary {
+    pub log_start_offset: i64,
+    /// The end of what is written (ListOffsets' latest offset).
+    pub end_offset: i64,
+    pub size_bytes: u64,
+    /// Empty unless asked for.
+    pub producers: Vec<ActiveProducer>,
+}
+
+/// An idempotent producer with written batches on a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
 }
 
 #[derive(Debug, Clone)]

@@ -436,6 +436,9 @@ impl Shard {
                     p.log.delete_records_before(target).await.map_err(log_error),
                 )
             }
+            PartitionOp::Describe { producers, .. } => {
+                PartitionResult::Describe(Ok(partition::summary(&p, producers)))
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use std::rc::{Rc, Weak};
 use crate::idempotence::append::{self, ProduceError, ProducerLoad, ProducerStates};
 use crate::log::{record_check, AppendInfo, AppendOptions, Log, LogError};
 use crate::runtime;
+use crate::shard::messages::{ActiveProducer, PartitionSummary};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 
@@ -180,6 +181,37 @@ impl Partition {
             .iter()
             .filter(|w| w.strong_count() > 0)
             .count()
+    }
+}
+
+/// What OffsetForLeaderEpoch, DescribeLogDirs and DescribeProducers read of a partition.
+/// Producers are those with written batches: a batch still being written is not yet
+/// acknowledged, so it is not reported.
+pub fn summary(p: &Partition, with_producers: bool) -> PartitionSummary {
+    let o = p.log.offsets();
+    let mut producers: Vec<ActiveProducer> = if with_producers {
+        p.producers
+            .table()
+            .written_only()
+            .entries()
+            .filter_map(|(producer_id, e)| {
+                e.batches.back().map(|last| ActiveProducer {
+                    producer_id,
+                    epoch: e.epoch,
+                    last_sequence: last.last_seq,
+                    last_timestamp: last.max_timestamp,
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    producers.sort_by_key(|a| a.producer_id);
+    PartitionSummary {
+        log_start_offset: o.log_start_offset,
+        end_offset: o.written_end_offset,
+        size_bytes: o.size_bytes,
+        producers,
     }
 }
 

@@ -11,6 +11,8 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -24,6 +26,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 
@@ -54,7 +57,7 @@ pub struct ApiSpec {
 /// oldest in KIP-896; we keep them for the clients still deployed). Versions the
 /// kafka-protocol crate no longer knows are hand-coded in `protocol::legacy*`: Produce v0–v2
 /// and Fetch v0–v3 (legacy message sets), ListOffsets v0, OffsetCommit v0/v1, OffsetFetch v0,
-/// CreateTopics v0/v1, DeleteTopics v0, DescribeConfigs v0. Produce stops at v11 (v12+ is
+/// CreateTopics v0/v1, DeleteTopics v0, DescribeConfigs v0, OffsetForLeaderEpoch v0/v1. Produce stops at v11 (v12+ is
 /// Kafka 4's), DescribeGroups at v5 (v6 is Kafka 4's), FindCoordinator at v5 (v6 adds share
 /// groups).
 pub const APIS: &[ApiSpec] = &[
@@ -175,6 +178,21 @@ pub const APIS: &[ApiSpec] = &[
     },
     ApiSpec {
         key: ApiKey::OffsetDelete,
+        min_version: 0,
+        max_version: 0,
+    },
+    ApiSpec {
+        key: ApiKey::OffsetForLeaderEpoch,
+        min_version: 0,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::DescribeLogDirs,
+        min_version: 0,
+        max_version: 4,
+    },
+    ApiSpec {
+        key: ApiKey::DescribeProducers,
         min_version: 0,
         max_version: 0,
     },
@@ -405,6 +423,9 @@ pub async fn dispatch(
         ApiKey::DeleteGroups => Some(delete_groups::handle(&req).await?),
         ApiKey::OffsetDelete => Some(offset_delete::handle(&req).await?),
         ApiKey::InitProducerId => Some(init_producer_id::handle(&req).await?),
+        ApiKey::DescribeProducers => Some(describe_producers::handle(&req).await?),
+        ApiKey::DescribeLogDirs => Some(describe_log_dirs::handle(&req).await?),
+        ApiKey::OffsetForLeaderEpoch => Some(offset_for_leader_epoch::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
     let header_version = if legacy_produce {
