@@ -193,6 +193,8 @@ fn a_failed_fsync_takes_the_partition_offline_while_the_others_serve() {
         c.produce_records(3, -1, "t", 1, b.build()).0,
         NOT_LEADER_OR_FOLLOWER
     );
+    // So does Fetch v5 (KAFKA_STORAGE_ERROR from v6 on).
+    assert_eq!(c.fetch_v("t", 1, 0, 5).0, NOT_LEADER_OR_FOLLOWER);
     assert_eq!(
         c.produce("t", 0, 1, 10),
         (NONE, 2),

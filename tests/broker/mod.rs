@@ -490,6 +490,17 @@ impl Client {
 
     /// Fetch v11: (error code, log start offset, high watermark, bytes of records).
     pub fn fetch(&mut self, topic: &str, partition: i32, offset: i64) -> (i16, i64, i64, usize) {
+        self.fetch_v(topic, partition, offset, 11)
+    }
+
+    /// As [`Client::fetch`], at Fetch `version` (4..=12: names, no topic ids).
+    pub fn fetch_v(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        version: i16,
+    ) -> (i16, i64, i64, usize) {
         let mut p = FetchPartition::default();
         p.partition = partition;
         p.fetch_offset = offset;
@@ -502,7 +513,7 @@ impl Client {
         req.min_bytes = 1;
         req.max_bytes = 1 << 20;
         req.topics = vec![t];
-        let resp: FetchResponse = self.call(ApiKey::Fetch, 11, &req);
+        let resp: FetchResponse = self.call(ApiKey::Fetch, version, &req);
         let r = &resp.responses[0].partitions[0];
         (
             r.error_code,

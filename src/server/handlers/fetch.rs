@@ -22,7 +22,7 @@ use crate::protocol::messages::fetch_response::{
 use crate::protocol::messages::BrokerId;
 use bytes::Bytes;
 
-use super::{HandlerError, Request};
+use super::{storage_error_for_version, HandlerError, Request};
 use crate::protocol::legacy_downconvert::{
     down_convert, magic_for_fetch_version, DownConvertError,
 };
@@ -222,7 +222,7 @@ fn build_response(
                     d.records = Some(budget.take(data.records, partition_max));
                 }
                 Some(PartitionResult::Fetch(Err(e))) => {
-                    d.error_code = e.code;
+                    d.error_code = storage_error_for_version(e.code, req.version(), 6);
                     d.high_watermark = -1;
                     d.last_stable_offset = -1;
                     d.records = Some(Bytes::new());
