@@ -1,6 +1,6 @@
 //! Broker configuration: a TOML file (`BrokerConfig::apply_toml`), one `--set NAME=VALUE`
 //! (`BrokerConfig::set`), and topic properties from CreateTopics/AlterConfigs requests
-//! (`set_topic_property`, reachable from the network).
+//! (`topic_log_config`, reachable from the network).
 //!
 //! Input: `[mode, text...]`; mode bit 0 and 1 pick TOML, broker `set` or topic property; for the
 //! last two the text is `NAME=VALUE`. A value that is accepted must leave the properties the
@@ -11,7 +11,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringbroker::config::{set_topic_property, BrokerConfig};
+use std::collections::BTreeMap;
+
+use ringbroker::config::{topic_log_config, BrokerConfig};
 use ringbroker::log::LogConfig;
 
 #[global_allocator]
@@ -72,8 +74,8 @@ fuzz_target!(|input: &[u8]| {
             let Some((name, value)) = text.split_once('=') else {
                 return;
             };
-            let mut log = LogConfig::default();
-            if set_topic_property(&mut log, name, value).is_ok() {
+            let overrides = BTreeMap::from([(name.to_string(), value.to_string())]);
+            if let Ok(log) = topic_log_config(&LogConfig::default(), &overrides) {
                 assert!(log.segment_ms >= 1 && log.flush_messages >= 1);
             }
         }
