@@ -1,6 +1,8 @@
 //! Request bodies of every API and version the broker serves, decoded exactly as the handlers
 //! do: kafka-protocol's `Decodable::decode(&mut Bytes, version)` for the request type of the
-//! API, and the hand-written Produce v0–v2 decoder for legacy Produce.
+//! API, and the hand-written decoders (`protocol::legacy_*`) for the old versions that crate
+//! lacks: Produce v0–v2, Fetch v0–v3, ListOffsets v0, OffsetCommit v0/v1, CreateTopics v0/v1,
+//! DescribeConfigs v0, OffsetForLeaderEpoch v0/v1.
 //!
 //! Input: `[api key, version, body...]`. A served API key picks itself, any other byte picks an
 //! entry of the APIS table by index; a version outside the served range is folded into it. So
@@ -12,6 +14,10 @@ use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::Decodable;
 use libfuzzer_sys::fuzz_target;
+use ringbroker::protocol::legacy_admin::{decode_create_topics_v0_1, decode_describe_configs_v0};
+use ringbroker::protocol::legacy_epoch::decode_request_v0_1 as decode_offset_for_leader_epoch_v0_1;
+use ringbroker::protocol::legacy_fetch::decode_fetch_v0_3;
+use ringbroker::protocol::legacy_offsets::{decode_list_offsets_v0, decode_offset_commit_v0_1};
 use ringbroker::protocol::legacy_produce::decode_produce_v0_2;
 use ringbroker::server::handlers::{spec_for, ApiSpec, APIS};
 
@@ -56,6 +62,24 @@ fuzz_target!(|data: &[u8]| {
         ApiKey::Produce if version <= 2 => {
             let _ = decode_produce_v0_2(b, version);
         }
+        ApiKey::Fetch if version <= 3 => {
+            let _ = decode_fetch_v0_3(body.clone(), version);
+        }
+        ApiKey::ListOffsets if version == 0 => {
+            let _ = decode_list_offsets_v0(body.clone());
+        }
+        ApiKey::OffsetCommit if version <= 1 => {
+            let _ = decode_offset_commit_v0_1(body.clone(), version);
+        }
+        ApiKey::CreateTopics if version <= 1 => {
+            let _ = decode_create_topics_v0_1(body.clone(), version);
+        }
+        ApiKey::DescribeConfigs if version == 0 => {
+            let _ = decode_describe_configs_v0(body.clone());
+        }
+        ApiKey::OffsetForLeaderEpoch if version <= 1 => {
+            let _ = decode_offset_for_leader_epoch_v0_1(body.clone());
+        }
         ApiKey::Produce => decode::<ProduceRequest>(b, version),
         ApiKey::Fetch => decode::<FetchRequest>(b, version),
         ApiKey::ListOffsets => decode::<ListOffsetsRequest>(b, version),
@@ -81,6 +105,9 @@ fuzz_target!(|data: &[u8]| {
         ApiKey::DeleteGroups => decode::<DeleteGroupsRequest>(b, version),
         ApiKey::OffsetDelete => decode::<OffsetDeleteRequest>(b, version),
         ApiKey::InitProducerId => decode::<InitProducerIdRequest>(b, version),
+        ApiKey::OffsetForLeaderEpoch => decode::<OffsetForLeaderEpochRequest>(b, version),
+        ApiKey::DescribeLogDirs => decode::<DescribeLogDirsRequest>(b, version),
+        ApiKey::DescribeProducers => decode::<DescribeProducersRequest>(b, version),
         // A new entry in APIS must be added here, or fuzzing it silently stops.
         other => panic!("request_body fuzz target does not know {other:?}"),
     }
