@@ -22,13 +22,10 @@ fn deleted_name(path: &Path) -> PathBuf {
 /// Removes a segment's files now (`delay_ms` ≤ 0) or renames them and removes them after the
 /// delay, in the background. The caller syncs the directory.
 pub async fn delete_segment(paths: &SegmentPaths, delay_ms: i64) -> std::io::Result<()> {
-    let files = [&paths.log, &paths.index, &paths.time_index];
     if delay_ms <= 0 {
-        for f in files {
-            runtime::remove_file(f).await?;
-        }
-        return Ok(());
+        return super::recovery::remove_segment_files(paths).await;
     }
+    let files = [&paths.log, &paths.index, &paths.time_index];
     let mut renamed = Vec::with_capacity(files.len());
     for f in files {
         if f.exists() {

@@ -213,6 +213,19 @@ struct ScopeState {
 }
 
 impl ScopeState {
+    fn new(root: PathBuf) -> ScopeState {
+        ScopeState {
+            root,
+            rules: Vec::new(),
+            files: HashMap::new(),
+            unsynced_dir_changes: Vec::new(),
+            known_paths: Vec::new(),
+            injected: 0,
+            crashed: false,
+            crash_countdown: None,
+        }
+    }
+
     fn file(&mut self, path: &Path) -> &mut Tracked {
         if !self.files.contains_key(path) {
             // A file that existed before the scope saw it counts as durable.
@@ -308,16 +321,7 @@ pub struct FaultScope {
 impl FaultScope {
     pub fn install(root: &Path) -> FaultScope {
         let root = absolute(root);
-        scopes().push(ScopeState {
-            root: root.clone(),
-            rules: Vec::new(),
-            files: HashMap::new(),
-            unsynced_dir_changes: Vec::new(),
-            known_paths: Vec::new(),
-            injected: 0,
-            crashed: false,
-            crash_countdown: None,
-        });
+        scopes().push(ScopeState::new(root.clone()));
         ACTIVE.store(true, Ordering::Relaxed);
         FaultScope { root }
     }
@@ -641,23 +645,15 @@ mod tests {
 
     #[test]
     fn rules_skip_then_fire_a_number_of_times() {
-        let mut scope = ScopeState {
-            root: PathBuf::from("/x"),
-            rules: vec![ActiveRule {
-                rule: FaultRule::on(FileOp::Fsync)
-                    .matching(".log")
-                    .after(1)
-                    .times(2),
-                seen: 0,
-                fired: 0,
-            }],
-            files: HashMap::new(),
-            unsynced_dir_changes: Vec::new(),
-            known_paths: Vec::new(),
-            injected: 0,
-            crashed: false,
-            crash_countdown: None,
-        };
+        let mut scope = ScopeState::new(PathBuf::from("/x"));
+        scope.rules.push(ActiveRule {
+            rule: FaultRule::on(FileOp::Fsync)
+                .matching(".log")
+                .after(1)
+                .times(2),
+            seen: 0,
+            fired: 0,
+        });
         let log = Path::new("/x/0.log");
         let fired: Vec<bool> = (0..4)
             .map(|_| scope.fire(FileOp::Fsync, log).is_some())
