@@ -36,6 +36,7 @@ use ringbroker::log::{AppendOptions, Log, LogConfig};
 use ringbroker::protocol::batch_builder::BatchBuilder;
 use ringbroker::protocol::record_batch::BATCH_HEADER_LEN;
 use ringbroker::runtime;
+use ringbroker::runtime::FileIo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SyncMode {
@@ -87,6 +88,17 @@ struct Args {
     /// log does not have, to see what overlapping write-back with appends would give.
     #[arg(long, default_value = "0", value_parser = parse_size)]
     write_behind: u64,
+    /// How segment files are written (`ringbroker.log.io`).
+    #[arg(long, value_enum, default_value_t = IoMode::Direct)]
+    io: IoMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum IoMode {
+    /// O_DIRECT from aligned buffers.
+    Direct,
+    /// Through the page cache.
+    Buffered,
 }
 
 /// `123`, `16K`, `1M`, `2G` (binary multiples), optionally with a trailing `iB`/`B`.
@@ -215,6 +227,10 @@ async fn run(args: &Args, batch: Rc<Vec<u8>>, batches: u64) -> Result<Outcome, S
         index_interval_bytes: u32::try_from(args.index_interval_bytes)
             .map_err(|_| "--index-interval-bytes must fit in 32 bits".to_string())?,
         max_message_bytes: LogConfig::default().max_message_bytes.max(batch.len()),
+        io: match args.io {
+            IoMode::Direct => FileIo::Direct,
+            IoMode::Buffered => FileIo::Buffered,
+        },
         ..LogConfig::default()
     };
     let log = Log::open(&args.dir, config)
@@ -305,7 +321,7 @@ fn main() -> ExitCode {
     match result {
         Ok(o) => {
             println!(
-                "log_throughput bytes={} seconds={:.3} mib_per_s={:.1} batch_size={} sync={} inflight={} batches={} append_seconds={:.3} write_behind={} append_p50_us={} append_p99_us={} append_max_us={}",
+                "log_throughput bytes={} seconds={:.3} mib_per_s={:.1} batch_size={} sync={} inflight={} batches={} append_seconds={:.3} write_behind={} io={:?} append_p50_us={} append_p99_us={} append_max_us={}",
                 o.bytes,
                 o.seconds,
                 o.bytes as f64 / (1024.0 * 1024.0) / o.seconds,
@@ -315,6 +331,7 @@ fn main() -> ExitCode {
                 o.batches,
                 o.append_seconds,
                 args.write_behind,
+                args.io,
                 o.latency_us[0],
                 o.latency_us[1],
                 o.latency_us[2],

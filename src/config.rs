@@ -108,6 +108,9 @@ pub struct BrokerConfig {
     pub connection_max_inflight_bytes: usize,
     /// `ringbroker.acks.all.fsync`: acks=all produce waits for an fdatasync (group-committed).
     pub fsync_on_acks_all: bool,
+    /// `ringbroker.log.tail.cache.bytes`: per shard, memory for the last written bytes of its
+    /// logs (direct I/O), read by fetches near the end without a disk read; 0 turns it off.
+    pub tail_cache_bytes: usize,
     /// `log.flush.offset.checkpoint.interval.ms`: how often every partition's recovery point
     /// and producer state are written (a roll writes them too).
     pub checkpoint_interval_ms: u64,
@@ -175,6 +178,7 @@ impl Default for BrokerConfig {
             socket_request_max_bytes: 104_857_600,
             connection_max_inflight_bytes: 64 << 20,
             fsync_on_acks_all: false,
+            tail_cache_bytes: crate::log::tail_cache::DEFAULT_SHARD_BUDGET,
             checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
             connections_max_idle_ms: DEFAULT_CONNECTIONS_MAX_IDLE_MS,
             request_read_timeout_ms: DEFAULT_REQUEST_READ_TIMEOUT_MS,
@@ -386,6 +390,21 @@ impl BrokerConfig {
                 }
             }
             "ringbroker.acks.all.fsync" => self.fsync_on_acks_all = boolean(value)?,
+            "ringbroker.log.tail.cache.bytes" => {
+                self.tail_cache_bytes =
+                    usize::try_from(int(value)?).map_err(|e| bad(e.to_string()))?
+            }
+            "ringbroker.log.io" => {
+                self.log_defaults.io = match value {
+                    "direct" => crate::runtime::FileIo::Direct,
+                    "buffered" => crate::runtime::FileIo::Buffered,
+                    other => {
+                        return Err(bad(format!(
+                            "must be `direct` (O_DIRECT segment writes) or `buffered` (page cache), got `{other}`"
+                        )))
+                    }
+                }
+            }
             "log.flush.offset.checkpoint.interval.ms" => {
                 self.checkpoint_interval_ms = positive(value)? as u64
             }

@@ -144,8 +144,13 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("ringbroker.disk.free.warn.percent", |c| c
         .disk_free_warn_percent
         .to_string()),
+    prop!("ringbroker.log.io", |c| log_io_name(c.log_defaults.io)
+        .to_string()),
     prop!("ringbroker.log.slow.fsync.warn.ms", |c| c
         .slow_fsync_warn_ms
+        .to_string()),
+    prop!("ringbroker.log.tail.cache.bytes", |c| c
+        .tail_cache_bytes
         .to_string()),
     prop!("ringbroker.metrics.listen", |c| c
         .metrics_listen
@@ -215,6 +220,14 @@ fn bracket_ipv6(host: &str) -> String {
         format!("[{host}]")
     } else {
         host.to_string()
+    }
+}
+
+/// The value of `ringbroker.log.io` as written in a config file.
+pub fn log_io_name(io: crate::runtime::FileIo) -> &'static str {
+    match io {
+        crate::runtime::FileIo::Direct => "direct",
+        crate::runtime::FileIo::Buffered => "buffered",
     }
 }
 

@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{file_batches, opts, release, seq_batch_ts, verify_log};
+use common::{data_len, file_batches, opts, release, seq_batch_ts, verify_log};
 use ringbroker::log::checkpoint::{Checkpoint, CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE};
 use ringbroker::log::segment::SegmentPaths;
 use ringbroker::log::{Log, LogConfig};
@@ -469,7 +469,7 @@ fn trailing_zeros_are_cut_after_an_unclean_stop() {
         let bases = segment_bases(&dir);
         let active = *bases.last().unwrap();
         let p = paths(&dir, active);
-        let len = file_len(&p.log);
+        let len = data_len(&p.log);
         set_len(&p.log, len + zeros);
         block_on(async {
             let log = Log::open(&dir, config()).await.expect("open");
@@ -519,7 +519,7 @@ fn torn_last_batch_is_cut() {
         let bases = segment_bases(&dir);
         let active = *bases.last().unwrap();
         let p = paths(&dir, active);
-        let len = file_len(&p.log);
+        let len = data_len(&p.log);
         let (pos, last) = *file_batches(&p.log).last().unwrap();
         assert_eq!(pos + last.total_len() as u64, len);
         assert_eq!(last.next_offset(), leo);

@@ -25,7 +25,7 @@
 # printed and written to target/kafka_perf/runs/<stamp>/summary.md, next to every step's logs.
 #
 # Options (or the environment variable in brackets):
-#   --variants LIST     default,durable                       [VARIANTS=default]
+#   --variants LIST     default,durable,direct,buffered       [VARIANTS=default]
 #   --msgs N            messages per produce run              [MSGS=2000000]
 #   --size BYTES        message size                          [SIZE=1024]
 #   --codec C           none|gzip|snappy|lz4|zstd             [CODEC=lz4]
@@ -189,6 +189,8 @@ broker_alive() { kill -0 "$broker_pid" 2>/dev/null; }
 start_broker() { # $1 = variant
     local variant="$1" extra=()
     [[ "$variant" == durable ]] && extra+=(--set ringbroker.acks.all.fsync=true)
+    # direct / buffered: the two ways segment files are written (ringbroker.log.io), side by side.
+    [[ "$variant" == direct || "$variant" == buffered ]] && extra+=(--set "ringbroker.log.io=$variant")
     data_dir="$(mktemp -d "$DATA_PARENT/ringbroker-kafka-perf.XXXXXX")"
     port="${PORT:-$(free_port)}"
     broker="127.0.0.1:$port"

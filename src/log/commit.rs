@@ -19,6 +19,7 @@ use super::partition_log::{AppendWaiter, LogInner, LogState, PendingWrite};
 use super::policy;
 use super::recovery::remove_segment_files;
 use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
+use super::tail_cache;
 use crate::metrics::registry::{record_stage, Stage};
 use crate::runtime;
 
@@ -38,6 +39,8 @@ struct FlightSegment {
     time_index_persisted: usize,
     /// The segment was sealed: sync all three files.
     seal: bool,
+    /// Direct files: the segment's tail block once this flight is written.
+    tail: Option<Vec<u8>>,
 }
 
 struct Flight {
@@ -69,21 +72,35 @@ pub(super) async fn run(inner: Rc<LogInner>) {
         let mut waiters = Vec::new();
         let result = execute(&inner, flight, &mut waiters).await;
         match result {
-            Ok((marks, fsyncs, data_written)) => {
-                let sealed = marks.iter().any(|m| m.4);
+            Ok(FlightDone {
+                segments: marks,
+                fsyncs,
+                data_written,
+                buffers,
+            }) => {
+                let sealed = marks.iter().any(|m| m.sealed);
                 let checkpoint_due = {
                     let mut st = inner.state.borrow_mut();
-                    for (base, mark, index_len, time_len, sealed) in marks {
-                        if let Some(seg) = st.segment_mut(base) {
-                            seg.written = mark;
-                            seg.offset_index.mark_persisted(index_len);
-                            seg.time_index.mark_persisted(time_len);
-                            if sealed {
+                    for w in marks {
+                        if let Some(seg) = st.segment_mut(w.base_offset) {
+                            seg.written = w.mark;
+                            seg.offset_index.mark_persisted(w.index_len);
+                            seg.time_index.mark_persisted(w.time_index_len);
+                            if w.sealed {
                                 seg.seal_synced = true;
+                            }
+                            if let Some(tail) = w.tail {
+                                seg.written_tail = tail;
                             }
                         }
                     }
                     st.written_end = st.written_end.max(end_offset);
+                    // Readable from the cache as soon as readable at all.
+                    let mut cache = inner.tail_cache.borrow_mut();
+                    for (base, position, buffer) in buffers {
+                        cache.insert(base, position, buffer);
+                    }
+                    drop(cache);
                     st.stats.fsyncs += fsyncs;
                     if sync {
                         st.recovery_point = st.recovery_point.max(end_offset);
@@ -98,6 +115,7 @@ pub(super) async fn run(inner: Rc<LogInner>) {
                     }
                     st.recovery_point > before
                 };
+                tail_cache::evict_over_budget();
                 let acked = Instant::now();
                 for w in waiters {
                     if let Some(staged_at) = w.staged_at {
@@ -181,6 +199,22 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
     }
     let writes = std::mem::take(&mut st.pending);
     let waiters = std::mem::take(&mut st.waiters);
+    // The staged tails move on with the writes taken: the next staged write repeats them.
+    let mut tails: Vec<(i64, Vec<u8>)> = Vec::new();
+    for w in &writes {
+        let tail = w.data.tail_block(w.position).to_vec();
+        match tails.last_mut() {
+            Some((base, t)) if *base == w.segment_base => *t = tail,
+            _ => tails.push((w.segment_base, tail)),
+        }
+    }
+    for (base, tail) in &tails {
+        if let Some(seg) = st.segment_mut(*base) {
+            if seg.io == runtime::FileIo::Direct {
+                seg.tail = tail.clone();
+            }
+        }
+    }
     let end_offset = st.next_offset();
     let touched: Vec<i64> = writes.iter().map(|w| w.segment_base).collect();
     let active_base = st.active().base_offset;
@@ -195,6 +229,7 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
         let mark = seg.mark();
         segments.push(FlightSegment {
             base_offset: seg.base_offset,
+            tail: (seg.io == runtime::FileIo::Direct).then(|| seg.tail.clone()),
             files: seg.files.clone(),
             mark,
             index_write: seg.offset_index.unpersisted().filter(|_| seal),
@@ -221,8 +256,26 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
     })
 }
 
-/// (segment base, its written mark, index entries persisted, time entries persisted, sealed)
-type Written = Vec<(i64, SegmentMark, usize, usize, bool)>;
+/// What a flight left in the files of one segment.
+struct FlightWritten {
+    base_offset: i64,
+    mark: SegmentMark,
+    /// Index entries and time index entries persisted.
+    index_len: usize,
+    time_index_len: usize,
+    sealed: bool,
+    tail: Option<Vec<u8>>,
+}
+
+/// A flight that succeeded.
+struct FlightDone {
+    segments: Vec<FlightWritten>,
+    fsyncs: u64,
+    /// When the data was in the files (before index writes and fsyncs).
+    data_written: Instant,
+    /// Direct write buffers, for the tail cache: (segment base, file position, buffer).
+    buffers: Vec<(i64, u64, runtime::WrittenBuffer)>,
+}
 
 /// Every fdatasync of the committer goes through here, to be timed (metrics, and a
 /// rate-limited warning when one is slow).
@@ -239,7 +292,7 @@ async fn execute(
     inner: &LogInner,
     flight: Flight,
     waiters_out: &mut Vec<AppendWaiter>,
-) -> Result<(Written, u64, Instant), LogError> {
+) -> Result<FlightDone, LogError> {
     let dir: &Path = &inner.dir;
     let Flight {
         writes,
@@ -253,6 +306,7 @@ async fn execute(
     let sync_err = |during: &'static str| move |e| LogError::from_sync(dir, during, e);
 
     let mut created = false;
+    let mut written_buffers = Vec::new();
     // A new segment's files are created just before its first write, once the batches before
     // it are written. Created up front, a crash before the previous segment's tail is written
     // would leave a segment starting past the end of the data before it, and recovery would
@@ -271,11 +325,14 @@ async fn execute(
         let Some(files) = seg.files.clone() else {
             continue;
         };
-        files
+        let kept = files
             .log
-            .write_all_at(w.data, w.position)
+            .write_buffer(w.data, w.position)
             .await
             .map_err(err("appending to a segment"))?;
+        if let Some(buffer) = kept {
+            written_buffers.push((w.segment_base, w.position, buffer));
+        }
     }
     // Every new segment has a write; should one not, it still gets its files.
     for seg in segments.iter_mut() {
@@ -307,6 +364,15 @@ async fn execute(
                 .await
                 .map_err(err("writing a time index"))?;
         }
+        if seg.seal && files.log.io() == runtime::FileIo::Direct {
+            // Direct writes pad the file to the alignment; a sealed segment ends at its data,
+            // as a buffered one does (recovery trusts a synced segment's size).
+            files
+                .log
+                .truncate(seg.mark.size)
+                .await
+                .map_err(err("cutting a sealed segment's padding"))?;
+        }
         if seg.seal {
             fsyncs += 3;
             timed_fdatasync(&files.log, dir)
@@ -324,27 +390,38 @@ async fn execute(
                 .await
                 .map_err(sync_err("syncing a segment"))?;
         }
-        written.push((
-            seg.base_offset,
-            seg.mark,
-            seg.index_persisted,
-            seg.time_index_persisted,
-            seg.seal,
-        ));
+        written.push(FlightWritten {
+            base_offset: seg.base_offset,
+            mark: seg.mark,
+            index_len: seg.index_persisted,
+            time_index_len: seg.time_index_persisted,
+            sealed: seg.seal,
+            tail: seg.tail.take(),
+        });
     }
     if created {
         runtime::sync_dir(dir)
             .await
             .map_err(sync_err("syncing the log directory"))?;
     }
-    Ok((written, fsyncs, data_written))
+    Ok(FlightDone {
+        segments: written,
+        fsyncs,
+        data_written,
+        buffers: written_buffers,
+    })
 }
 
 /// Creates the files of a new segment and hands them to the in-memory segment.
 async fn create_files(inner: &LogInner, base_offset: i64) -> Result<Rc<SegmentFiles>, LogError> {
     let paths = SegmentPaths::new(&inner.dir, base_offset);
+    let io = inner
+        .state
+        .borrow_mut()
+        .segment_mut(base_offset)
+        .map_or(runtime::FileIo::Buffered, |s| s.io);
     let files = Rc::new(
-        SegmentFiles::open(&paths)
+        SegmentFiles::open(&paths, io)
             .await
             .map_err(|e| LogError::from_io(&inner.dir, "creating a segment", e))?,
     );

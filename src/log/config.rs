@@ -3,6 +3,7 @@
 //! property table in `crate::config::topic_properties`.
 
 use crate::protocol::record_batch::{Compression, TimestampType};
+use crate::runtime::FileIo;
 
 /// `compression.type`: the codec the log stores batches in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +89,8 @@ pub struct LogConfig {
     /// `message.downconversion.enable`: whether Fetch v0/v1 fetchers get batches converted
     /// to the legacy message format.
     pub message_downconversion_enable: bool,
+    /// `ringbroker.log.io` (broker-wide, not a topic config): how segment files are written.
+    pub io: FileIo,
 }
 
 impl Default for LogConfig {
@@ -117,6 +120,7 @@ impl Default for LogConfig {
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
             message_downconversion_enable: true,
+            io: FileIo::Direct,
         }
     }
 }

@@ -16,6 +16,7 @@
 //!   timestamp bounds, recompression to `compression.type`)
 //! - [`scan`]: walking batch headers in a buffer or a file
 //! - [`segment_read`]: reading whole batches out of one segment (the fetch path)
+//! - [`tail_cache`]: the last written bytes of each log in memory, under a per-shard budget
 pub mod checkpoint;
 mod commit;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod segment;
 pub mod segment_delete;
 pub mod segment_read;
 mod stage;
+pub mod tail_cache;
 pub mod time_index;
 mod truncate;
 

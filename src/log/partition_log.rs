@@ -23,6 +23,7 @@ use super::policy;
 use super::recovery::{self, RecoveryReport};
 use super::segment::{Segment, SegmentFiles};
 use super::stage::{stage, validate_all};
+use super::tail_cache::{self, SharedTailCache};
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
@@ -100,8 +101,9 @@ pub struct LogStats {
 
 pub(super) struct PendingWrite {
     pub segment_base: i64,
+    /// File position of the first byte of `data` (for a direct write: an alignment boundary).
     pub position: u64,
-    pub data: Vec<u8>,
+    pub data: runtime::WriteBuffer,
 }
 
 pub(super) struct AppendWaiter {
@@ -203,6 +205,8 @@ pub(super) struct LogInner {
     checkpoint_writer: Exclusive,
     /// Reads under way on the files (a truncation waits for them before it cuts).
     pub readers: ReaderCount,
+    /// The last written bytes, for reads near the end (direct segment files only).
+    pub tail_cache: SharedTailCache,
 }
 
 /// Counts reads that are between choosing their byte range and reading it, so that a
@@ -314,7 +318,12 @@ impl Log {
         let checkpoint = loaded.checkpoint;
         let start_hint = checkpoint.map(|c| c.log_start_offset).unwrap_or(0);
         if segments.is_empty() {
-            segments.push(Segment::new(start_hint.max(0), now));
+            segments.push(Segment::new(start_hint.max(0), now, config.io));
+        }
+        if let Some(active) = segments.last_mut() {
+            active.load_tail().await.map_err(|e| {
+                LogError::from_io(dir, "reading the active segment's last block", e)
+            })?;
         }
         let first_base = segments[0].base_offset;
         let leo = segments[segments.len() - 1].next_offset;
@@ -363,6 +372,7 @@ impl Log {
                 report,
                 checkpoint_writer: Exclusive::new(),
                 readers: ReaderCount::default(),
+                tail_cache: tail_cache::new_shared(),
             }),
         };
         match checkpoint.and_then(|c| c.truncate_to) {
@@ -413,6 +423,11 @@ impl Log {
 
     pub fn stats(&self) -> LogStats {
         self.inner.state.borrow().stats
+    }
+
+    /// Reads served from (and missed by) this log's tail cache.
+    pub fn tail_cache_stats(&self) -> tail_cache::TailCacheStats {
+        self.inner.tail_cache.borrow().stats
     }
 
     /// Base offset of the active (last) segment: it changes at every roll.
@@ -597,6 +612,7 @@ impl Log {
         if matches!(synced, Err(LogError::DiskFull { .. })) {
             return synced;
         }
+        self.inner.tail_cache.borrow_mut().clear();
         let closed = self.close_files().await;
         self.release_exclusive();
         synced.and(closed)
@@ -614,19 +630,29 @@ impl Log {
             let dir = dir.clone();
             move |e| LogError::from_sync(&dir, during, e)
         };
-        let to_sync: Vec<(Rc<SegmentFiles>, IndexTail, IndexTail)> = {
+        let to_sync: Vec<(Rc<SegmentFiles>, IndexTail, IndexTail, u64)> = {
             let st = self.inner.state.borrow();
             st.segments
                 .iter()
                 .filter(|s| !s.seal_synced)
                 .filter_map(|s| {
-                    s.files
-                        .clone()
-                        .map(|f| (f, s.offset_index.unpersisted(), s.time_index.unpersisted()))
+                    s.files.clone().map(|f| {
+                        let (index, time) =
+                            (s.offset_index.unpersisted(), s.time_index.unpersisted());
+                        (f, index, time, s.size)
+                    })
                 })
                 .collect()
         };
-        for (files, index, time) in to_sync {
+        for (files, index, time, size) in to_sync {
+            if files.log.io() == runtime::FileIo::Direct {
+                // Direct writes pad the file to the alignment: cut it back to the data.
+                files
+                    .log
+                    .truncate(size)
+                    .await
+                    .map_err(io("cutting a segment's padding"))?;
+            }
             if let Some((pos, bytes)) = index {
                 files
                     .index

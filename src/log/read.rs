@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::error::LogError;
 use super::partition_log::Log;
 use super::scan::scan_file;
-use super::segment_read::{read_from_segment, SegmentRead, SegmentReadError};
+use super::segment_read::{read_from_segment, CachedTail, SegmentRead, SegmentReadError};
 use crate::protocol::batch_builder::decode_records_decompressed;
 use crate::protocol::record_batch::BatchHeader;
 
@@ -100,23 +100,24 @@ impl Log {
                 whole_first,
                 index_interval: interval,
             };
-            let found =
-                read_from_segment(&files, start, size, read)
-                    .await
-                    .map_err(|e| match e {
-                        SegmentReadError::Io(e) => {
-                            LogError::from_io(&self.inner.dir, "reading a segment", e)
-                        }
-                        SegmentReadError::Corrupt { position, reason } => {
-                            LogError::CorruptSegment {
-                                dir: self.inner.dir.clone(),
-                                segment_base,
-                                position,
-                                offset,
-                                reason,
-                            }
-                        }
-                    })?;
+            let cached = CachedTail {
+                cache: &self.inner.tail_cache,
+                segment_base,
+            };
+            let found = read_from_segment(&files, start, size, read, cached)
+                .await
+                .map_err(|e| match e {
+                    SegmentReadError::Io(e) => {
+                        LogError::from_io(&self.inner.dir, "reading a segment", e)
+                    }
+                    SegmentReadError::Corrupt { position, reason } => LogError::CorruptSegment {
+                        dir: self.inner.dir.clone(),
+                        segment_base,
+                        position,
+                        offset,
+                        reason,
+                    },
+                })?;
             if let Some(bytes) = found {
                 records = bytes;
                 break;

@@ -18,7 +18,7 @@ use super::offset_index::{OffsetIndex, OFFSET_INDEX_ENTRY_LEN};
 use super::scan::{scan_file, ScanEnd};
 use super::segment::{parse_log_file_name, Segment, SegmentFiles, SegmentPaths};
 use super::time_index::{TimeIndex, TIME_INDEX_ENTRY_LEN};
-use crate::runtime;
+use crate::runtime::{self, write_buffer, FileIo};
 
 /// What loading found and did. Logged at startup and kept by the log for inspection.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub struct RecoveryReport {
     pub truncated_bytes: u64,
     /// Later segments removed because of the cut.
     pub removed_segments: Vec<i64>,
+    /// Zeros after the last batch of a direct-I/O segment, up to the block boundary the last
+    /// write was padded to: cut without a warning (not data, nothing lost).
+    pub padding_bytes: u64,
 }
 
 pub(super) struct Loaded {
@@ -69,11 +72,12 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
     for (i, &base) in bases.iter().enumerate() {
         let paths = SegmentPaths::new(dir, base);
         let files = Rc::new(
-            SegmentFiles::open(&paths)
+            SegmentFiles::open(&paths, config.io)
                 .await
                 .map_err(io("opening a segment"))?,
         );
-        let mut segment = Segment::new(base, file_mtime_ms(&paths.log).unwrap_or(now_ms));
+        let mut segment =
+            Segment::new(base, file_mtime_ms(&paths.log).unwrap_or(now_ms), config.io);
         let expected_base = segments.last().map(|s| s.next_offset);
         let trusted = bases.get(i + 1).is_some_and(|next| *next <= recovery_point) || clean;
         let cut = if trusted {
@@ -228,7 +232,7 @@ async fn load_trusted(
         .last()
         .map(|e| u64::from(e.position))
         .unwrap_or(0);
-    let mut tail = Segment::new(segment.base_offset, segment.last_modified_ms);
+    let mut tail = Segment::new(segment.base_offset, segment.last_modified_ms, segment.io);
     let mut expected = None;
     // (last offset, max timestamp) of the batch at the last index entry (or the first batch).
     let mut first_batch = None;
@@ -309,7 +313,7 @@ async fn scan_and_rebuild(
     let io = |e| LogError::from_io(dir, "scanning a segment", e);
     let log_len = files.log.size().await.map_err(io)?;
     let base = segment.base_offset;
-    let mut rebuilt = Segment::new(base, segment.last_modified_ms);
+    let mut rebuilt = Segment::new(base, segment.last_modified_ms, segment.io);
     let mut expected = base;
     let scan = scan_file(&files.log, 0, log_len, true, |pos, header| {
         if header.base_offset < expected {
@@ -328,6 +332,12 @@ async fn scan_and_rebuild(
     rebuilt.files = None;
     *segment = rebuilt;
     write_index_files(segment, files).await.map_err(io)?;
+    if segment.io == FileIo::Direct && is_padding(files, scan.valid_end, log_len).await {
+        files.log.truncate(scan.valid_end).await.map_err(io)?;
+        files.log.fdatasync().await.map_err(io)?;
+        report.padding_bytes += log_len - scan.valid_end;
+        return Ok(None);
+    }
     files.log.fdatasync().await.map_err(io)?;
     Ok(match scan.end {
         ScanEnd::Clean if scan.valid_end == log_len => None,
@@ -338,6 +348,21 @@ async fn scan_and_rebuild(
             Some((position, "batch offsets go backwards".to_string()))
         }
     })
+}
+
+/// Whether `[from, len)` of a segment file is the zero padding of a direct write: zeros only,
+/// less than one block, ending on a block boundary.
+async fn is_padding(files: &SegmentFiles, from: u64, len: u64) -> bool {
+    if from >= len || len % write_buffer::DIRECT_ALIGNMENT != 0 {
+        return false;
+    }
+    if len - from >= write_buffer::DIRECT_ALIGNMENT {
+        return false;
+    }
+    match files.log.read_at(from, (len - from) as usize).await {
+        Ok(bytes) => bytes.len() as u64 == len - from && bytes.iter().all(|b| *b == 0),
+        Err(_) => false,
+    }
 }
 
 /// Rewrites both index files from the in-memory indexes and syncs them.

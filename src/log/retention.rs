@@ -71,6 +71,10 @@ impl Log {
             let removed: Vec<Segment> = st.segments.drain(..count).collect();
             let first_base = st.segments[0].base_offset;
             st.log_start_offset = st.log_start_offset.max(first_base);
+            self.inner
+                .tail_cache
+                .borrow_mut()
+                .drop_segments_below(first_base);
             (removed, st.log_start_offset, plan.reason)
         };
         let mut outcome = RetentionOutcome {

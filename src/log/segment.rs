@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
 use crate::protocol::record_batch::BatchHeader;
-use crate::runtime::File;
+use crate::runtime::{File, FileIo};
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
@@ -67,9 +67,10 @@ impl SegmentFiles {
         self.time_index.close().await
     }
 
-    pub async fn open(paths: &SegmentPaths) -> std::io::Result<SegmentFiles> {
+    /// Opens (creating if missing) the files; the `.log` as `io` says, the indexes buffered.
+    pub async fn open(paths: &SegmentPaths, io: FileIo) -> std::io::Result<SegmentFiles> {
         Ok(SegmentFiles {
-            log: File::open_or_create(&paths.log).await?,
+            log: File::open(&paths.log, io, true).await?,
             index: File::open_or_create(&paths.index).await?,
             time_index: File::open_or_create(&paths.time_index).await?,
         })
@@ -119,10 +120,18 @@ pub struct Segment {
     pub seal_synced: bool,
     /// Write-back has been started for the `.log` bytes below this position.
     pub writeback_from: u64,
+    /// How the `.log` file is written (its files are opened so).
+    pub io: FileIo,
+    /// Direct files: the staged bytes from the last alignment boundary to `size`, which the
+    /// next write repeats at its start (it must begin on the boundary). Valid whenever no
+    /// staged write of this segment is pending; empty for buffered files.
+    pub tail: Vec<u8>,
+    /// The same for `written.size`, restored after a failed write.
+    pub written_tail: Vec<u8>,
 }
 
 impl Segment {
-    pub fn new(base_offset: i64, now_ms: i64) -> Segment {
+    pub fn new(base_offset: i64, now_ms: i64, io: FileIo) -> Segment {
         Segment {
             base_offset,
             size: 0,
@@ -147,7 +156,36 @@ impl Segment {
             sealed: false,
             seal_synced: false,
             writeback_from: 0,
+            io,
+            tail: Vec::new(),
+            written_tail: Vec::new(),
         }
+    }
+
+    /// Loads `tail` and `written_tail` from the file (after an open or a truncation, when
+    /// everything staged is written): a direct write must repeat them.
+    pub async fn load_tail(&mut self) -> std::io::Result<()> {
+        let Some(files) = &self.files else {
+            return Ok(());
+        };
+        if self.io != FileIo::Direct {
+            return Ok(());
+        }
+        let from = crate::runtime::write_buffer::align_down(self.written.size);
+        let len = (self.written.size - from) as usize;
+        let tail = files.log.read_at(from, len).await?;
+        if tail.len() != len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the segment file ends before its last block ({} of {len} bytes at {from})",
+                    tail.len()
+                ),
+            ));
+        }
+        self.written_tail = tail.clone();
+        self.tail = tail;
+        Ok(())
     }
 
     /// The segment's current (staged) state.
@@ -178,6 +216,7 @@ impl Segment {
         self.bytes_since_index_entry = w.bytes_since_index_entry;
         self.offset_index.truncate_entries(w.index_len);
         self.time_index.truncate_entries(w.time_index_len);
+        self.tail = self.written_tail.clone();
     }
 
     pub fn is_empty(&self) -> bool {

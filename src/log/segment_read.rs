@@ -4,12 +4,14 @@
 //! loop around it only reads chunks. Every step either ends the read or moves on (a later
 //! position, or a larger chunk that holds the whole next batch), so a read always ends.
 
+use std::cell::RefCell;
 use std::ops::Range;
 
 use bytes::Bytes;
 
 use super::scan::{BatchScanner, Scanned};
 use super::segment::SegmentFiles;
+use super::tail_cache::TailCache;
 use crate::protocol::record_batch::BatchError;
 
 /// What to read: the batches from the one holding `offset`, within `max_bytes`, stopping
@@ -140,6 +142,13 @@ fn corrupt(position: u64, error: &BatchError) -> ChunkStep {
     }
 }
 
+/// Where the tail cache may hold the segment's bytes.
+#[derive(Clone, Copy)]
+pub struct CachedTail<'a> {
+    pub cache: &'a RefCell<TailCache>,
+    pub segment_base: i64,
+}
+
 /// Reads from one segment (`start`: a position at or before the batch holding the offset,
 /// `size`: the bytes written). `None` when the segment holds nothing at or after the offset;
 /// `Some` of empty bytes when the first batch is there but does not fit. A batch that cannot
@@ -150,12 +159,20 @@ pub(super) async fn read_from_segment(
     start: u64,
     size: u64,
     read: SegmentRead,
+    cached: CachedTail<'_>,
 ) -> Result<Option<Bytes>, SegmentReadError> {
     let mut pos = start;
     let mut at_least = 0usize;
     while pos < size {
         let want = chunk_len(&read, pos, size, at_least);
-        let chunk = Bytes::from(files.log.read_at(pos, want).await?);
+        let from_cache = cached
+            .cache
+            .borrow_mut()
+            .copy_range(cached.segment_base, pos, want);
+        let chunk = match from_cache {
+            Some(bytes) => Bytes::from(bytes),
+            None => Bytes::from(files.log.read_at(pos, want).await?),
+        };
         match scan_chunk(&chunk, pos, size, &read) {
             ChunkStep::Found(range) => return Ok(Some(chunk.slice(range))),
             ChunkStep::Nothing => return Ok(None),

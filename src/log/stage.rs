@@ -7,6 +7,8 @@ use super::partition_log::{AppendInfo, AppendOptions, LogState, PendingWrite};
 use super::policy::{self, RollInputs};
 use super::segment::Segment;
 use crate::protocol::record_batch::{self, BatchHeader, TimestampType};
+use crate::runtime::write_buffer;
+use crate::runtime::{FileIo, WriteBuffer};
 
 /// Validates every batch in `records`; returns their headers.
 pub(super) fn validate_all(
@@ -33,6 +35,46 @@ pub(super) fn validate_all(
         return Err(LogError::EmptyAppend);
     }
     Ok(headers)
+}
+
+/// Bytes of new data a direct write buffer is made for at least: appends staged while a
+/// flight is under way share it, and a larger one is rarely needed (a flight that outgrows it
+/// continues in a second buffer, written right after the first).
+const DIRECT_BUFFER_BYTES: usize = 128 << 10;
+
+/// The pending write that the next `len` bytes, at `position` of the active segment, go into:
+/// the last one if they continue it and fit, else a new one. A direct write buffer starts on
+/// an alignment boundary with the bytes the segment already has from there (its tail).
+fn open_write_buffer(st: &mut LogState, position: u64, len: usize) -> &mut PendingWrite {
+    let active = &st.segments[st.segments.len() - 1];
+    let segment_base = active.base_offset;
+    let continues = st.pending.last().filter(|last| {
+        last.segment_base == segment_base && last.position + last.data.len() as u64 == position
+    });
+    let reusable = continues.is_some_and(|last| last.data.fits(len));
+    if !reusable {
+        let head: Vec<u8> = match (continues, active.io) {
+            (_, FileIo::Buffered) => Vec::new(),
+            (Some(last), FileIo::Direct) => last.data.tail_block(last.position).to_vec(),
+            (None, FileIo::Direct) => active.tail.clone(),
+        };
+        debug_assert!(
+            active.io == FileIo::Buffered
+                || head.len() as u64 == position - write_buffer::align_down(position),
+            "a direct write starts on the boundary before its position"
+        );
+        let capacity = match active.io {
+            FileIo::Buffered => len,
+            FileIo::Direct => len.max(DIRECT_BUFFER_BYTES),
+        };
+        st.pending.push(PendingWrite {
+            segment_base,
+            position: position - head.len() as u64,
+            data: WriteBuffer::new(active.io, &head, capacity),
+        });
+    }
+    let last = st.pending.len() - 1;
+    &mut st.pending[last]
 }
 
 /// Assigns offsets, rolls when needed and stages the bytes for the committer. No I/O.
@@ -72,7 +114,8 @@ pub(super) fn stage(
         if let Some(reason) = roll {
             tracing::debug!(?reason, base_offset, "rolling segment");
             st.active_mut().seal();
-            st.segments.push(Segment::new(base_offset, now));
+            st.segments
+                .push(Segment::new(base_offset, now, st.config.io));
         }
         let source = &records[position_in_request..position_in_request + len];
         position_in_request += len;
@@ -90,25 +133,10 @@ pub(super) fn stage(
         active.record_batch(position, &stored, interval);
         active.rolling_base_ms.get_or_insert(now);
         active.last_modified_ms = now;
-        let segment_base = active.base_offset;
         record_count += header.record_count.max(0) as u64;
         // Copy the batch once, into the write buffer it goes out with, then patch it there.
-        let contiguous = st.pending.last().is_some_and(|last| {
-            last.segment_base == segment_base && last.position + last.data.len() as u64 == position
-        });
-        if !contiguous {
-            st.pending.push(PendingWrite {
-                segment_base,
-                position,
-                data: Vec::with_capacity(len),
-            });
-        }
-        let Some(write) = st.pending.last_mut() else {
-            continue;
-        };
-        let at = write.data.len();
-        write.data.extend_from_slice(source);
-        let stored_bytes = &mut write.data[at..];
+        let write = open_write_buffer(st, position, len);
+        let stored_bytes = write.data.extend(source);
         record_batch::set_base_offset(stored_bytes, base_offset);
         if log_append_time {
             record_batch::set_log_append_time(stored_bytes, now);

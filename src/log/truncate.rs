@@ -60,10 +60,13 @@ impl Log {
             });
             (plan, bases[plan.first_removed..].to_vec(), kept)
         };
-        let interval = self.inner.state.borrow().config.index_interval_bytes;
+        let (interval, io_mode) = {
+            let st = self.inner.state.borrow();
+            (st.config.index_interval_bytes, st.config.io)
+        };
         let mut rebuilt = match &kept {
-            Some((base, _, _)) => Segment::new(*base, now),
-            None => Segment::new(offset.max(0), now),
+            Some((base, _, _)) => Segment::new(*base, now, io_mode),
+            None => Segment::new(offset.max(0), now, io_mode),
         };
         let kept_files: Option<Rc<SegmentFiles>> = kept.as_ref().and_then(|k| k.1.clone());
         if let (Some(files), Some((_, _, size))) = (&kept_files, &kept) {
@@ -84,6 +87,7 @@ impl Log {
             st.written_end = st.written_end.min(new_end);
         }
         self.inner.readers.drained().await;
+        self.inner.tail_cache.borrow_mut().clear();
         // 3. The intent, durable before any file changes.
         self.inner
             .write_checkpoint(|cp| {
@@ -121,6 +125,10 @@ impl Log {
             rebuilt.rolling_base_ms = Some(now);
         }
         rebuilt.mark_all_written();
+        rebuilt
+            .load_tail()
+            .await
+            .map_err(io("reading a truncated segment's last block"))?;
         // 5. Memory, then the intent cleared.
         {
             let mut st = self.inner.state.borrow_mut();

@@ -218,6 +218,40 @@ pub fn render(shards: &[ShardMetrics]) -> String {
     ];
     out.per_shard(shards, &produce_memory);
 
+    let tail_cache: [(&str, &str, &str, ShardValue); 5] = [
+        (
+            "ringbroker_tail_cache_bytes",
+            "gauge",
+            "Memory the shard's tail cache holds (recently written log bytes, served to fetches without a disk read).",
+            |s| s.tail_cache.bytes as f64,
+        ),
+        (
+            "ringbroker_tail_cache_budget_bytes",
+            "gauge",
+            "The shard's tail cache budget (ringbroker.log.tail.cache.bytes).",
+            |s| s.tail_cache.budget as f64,
+        ),
+        (
+            "ringbroker_tail_cache_hits_total",
+            "counter",
+            "Segment reads of fetches served from the tail cache.",
+            |s| s.tail_cache.stats.hits as f64,
+        ),
+        (
+            "ringbroker_tail_cache_misses_total",
+            "counter",
+            "Segment reads of fetches that went to the file.",
+            |s| s.tail_cache.stats.misses as f64,
+        ),
+        (
+            "ringbroker_tail_cache_hit_bytes_total",
+            "counter",
+            "Bytes copied out of the tail cache for fetches.",
+            |s| s.tail_cache.stats.hit_bytes as f64,
+        ),
+    ];
+    out.per_shard(shards, &tail_cache);
+
     let health: [(&str, &str, &str, ShardValue); 3] = [
         (
             "ringbroker_offline_partitions",
@@ -483,6 +517,7 @@ mod tests {
                 over_threshold: 2,
             },
             offline_partitions: id,
+            tail_cache: Default::default(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! What one shard reports when asked for its metrics (sent over the mesh, so `Send`).
 
 use super::registry::Registry;
+use crate::log::tail_cache::ShardTailCache;
 use crate::runtime::stall::StallStats;
 use crate::util::memory_budget::MemoryBudgetStats;
 
@@ -19,6 +20,8 @@ pub struct ShardMetrics {
     pub stalls: StallStats,
     /// Partitions this shard owns but cannot serve (their log failed).
     pub offline_partitions: usize,
+    /// The shard's tail cache (recently written log bytes in memory).
+    pub tail_cache: ShardTailCache,
 }
 
 /// Offsets and sizes of one partition log.

@@ -122,6 +122,7 @@ mod tests {
             produce_memory: Default::default(),
             stalls: Default::default(),
             offline_partitions: 0,
+            tail_cache: Default::default(),
         }
     }
 

@@ -4,17 +4,35 @@
 use std::io;
 use std::path::Path;
 
-use glommio::io::{BufferedFile, OpenOptions};
+use glommio::io::{BufferedFile, DmaFile, OpenOptions};
 
 use super::fault::{self, FileOp, TrackedPath};
+use super::write_buffer::{Staged, WriteBuffer, WrittenBuffer};
 
-/// A file read and written through io_uring, with the page cache (buffered I/O).
+/// How a file's data reaches the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileIo {
+    /// Through the page cache: the kernel copies every write into it and writes it back later;
+    /// reads of recent data come from memory.
+    Buffered,
+    /// O_DIRECT: writes go from our aligned buffers to the device with no copy into the page
+    /// cache, and reads come from the device. On a file system without O_DIRECT (tmpfs) the
+    /// same calls are served buffered.
+    Direct,
+}
+
+enum Inner {
+    Buffered(BufferedFile),
+    Direct(DmaFile),
+}
+
+/// A file read and written through io_uring, buffered or direct ([`FileIo`]).
 ///
-/// Buffered rather than O_DIRECT: the tail of a log is read back by consumers moments after it
-/// is written, and the page cache serves those reads from memory; appends are sequential, so
-/// the kernel's write-back is as good as our own buffering, and `fdatasync` gives durability.
+/// Indexes, checkpoints and snapshots are small and rewritten: they stay buffered. Segment
+/// files may be direct (`ringbroker.log.io`): they are written once, sequentially, in large
+/// aligned writes, and the page-cache copy was most of the broker's CPU per produced byte.
 pub struct File {
-    inner: BufferedFile,
+    inner: Inner,
     /// Set when a fault scope covered the path at open.
     tracked: Option<TrackedPath>,
 }
@@ -22,25 +40,92 @@ pub struct File {
 impl File {
     /// Opens `path` for reading and writing, creating it if it is missing.
     pub async fn open_or_create(path: &Path) -> io::Result<File> {
-        let tracked = fault::before_open(path, true)?;
-        let inner = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .buffered_open(path)
-            .await?;
-        Ok(File { inner, tracked })
+        Self::open(path, FileIo::Buffered, true).await
     }
 
     /// Opens an existing file for reading and writing.
     pub async fn open_existing(path: &Path) -> io::Result<File> {
-        let tracked = fault::before_open(path, false)?;
-        let inner = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .buffered_open(path)
-            .await?;
+        Self::open(path, FileIo::Buffered, false).await
+    }
+
+    /// Opens `path` for reading and writing as `io` says, creating it if `create`.
+    pub async fn open(path: &Path, io: FileIo, create: bool) -> io::Result<File> {
+        let tracked = fault::before_open(path, create)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(create);
+        let inner = match io {
+            FileIo::Buffered => Inner::Buffered(options.buffered_open(path).await?),
+            FileIo::Direct => Inner::Direct(options.dma_open(path).await?),
+        };
         Ok(File { inner, tracked })
+    }
+
+    /// How this file's writes are done; direct files take only [`File::write_buffer`].
+    pub fn io(&self) -> FileIo {
+        match self.inner {
+            Inner::Buffered(_) => FileIo::Buffered,
+            Inner::Direct(_) => FileIo::Direct,
+        }
+    }
+
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match &self.inner {
+            Inner::Buffered(f) => f.as_raw_fd(),
+            Inner::Direct(f) => f.as_raw_fd(),
+        }
+    }
+
+    /// Writes a staged buffer at `pos`, its file position (for a direct buffer: the alignment
+    /// boundary its head starts at). Errors as [`File::write_all_at`]; a direct write also
+    /// writes the zeroed padding up to the next boundary, past the data. A direct buffer comes
+    /// back once written, for the caller to keep (reads of recent data) or drop (to the pool).
+    pub async fn write_buffer(
+        &self,
+        buffer: WriteBuffer,
+        pos: u64,
+    ) -> io::Result<Option<WrittenBuffer>> {
+        match (buffer.into_write(), &self.inner) {
+            (Staged::Heap(data), _) => self.write_all_at(data, pos).await.map(|()| None),
+            (Staged::Aligned { buf, len }, Inner::Direct(file)) => {
+                let mut keep = len;
+                if let Some(t) = &self.tracked {
+                    keep = fault::before_write(t, len)?;
+                }
+                let mut buf = buf;
+                let padded = buf.len();
+                if keep < len {
+                    // A short write, as a full device gives: only whole blocks get written.
+                    buf.trim_to_size(super::write_buffer::align_down(keep as u64) as usize);
+                }
+                let copy = self.tracked.as_ref().map(|_| buf.as_bytes().to_vec());
+                let (written, done) = if buf.is_empty() {
+                    (0, None)
+                } else {
+                    let shared = std::rc::Rc::new(buf);
+                    let written = file.write_rc_at(std::rc::Rc::clone(&shared), pos).await;
+                    // The ring is done with it: the caller keeps it or it goes to the pool.
+                    let done = std::rc::Rc::try_unwrap(shared)
+                        .ok()
+                        .map(|b| WrittenBuffer::new(b, len));
+                    (written?, done)
+                };
+                if let (Some(t), Some(copy)) = (&self.tracked, copy) {
+                    fault::after_write(t, pos, &copy[..written.min(copy.len())]);
+                }
+                if written < padded {
+                    return Err(io::Error::new(
+                        io::ErrorKind::StorageFull,
+                        format!("short write: {written} of {padded} bytes at position {pos}"),
+                    ));
+                }
+                Ok(done)
+            }
+            (Staged::Aligned { buf, len }, Inner::Buffered(_)) => self
+                .write_all_at(buf.as_bytes()[..len].to_vec(), pos)
+                .await
+                .map(|()| None),
+        }
     }
 
     /// Writes all of `data` at `pos`. A short write (the device ran out of space part way) is
@@ -58,7 +143,15 @@ impl File {
         let written = if data.is_empty() {
             0
         } else {
-            self.inner.write_at(data, pos).await?
+            match &self.inner {
+                Inner::Buffered(f) => f.write_at(data, pos).await?,
+                Inner::Direct(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "a direct file is written with aligned buffers (write_buffer)",
+                    ))
+                }
+            }
         };
         if let (Some(t), Some(copy)) = (&self.tracked, copy) {
             fault::after_write(t, pos, &copy[..written.min(copy.len())]);
@@ -80,20 +173,25 @@ impl File {
         if let Some(t) = &self.tracked {
             fault::before(t, FileOp::Read)?;
         }
-        let result = self.inner.read_at(pos, len).await?;
-        Ok(result.to_vec())
+        Ok(match &self.inner {
+            Inner::Buffered(f) => f.read_at(pos, len).await?.to_vec(),
+            Inner::Direct(f) => f.read_at(pos, len).await?.to_vec(),
+        })
     }
 
     /// Asks the kernel to start writing back the dirty pages of `[offset, offset + len)`
     /// (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`) and returns without waiting for it.
     /// Without this the page cache holds everything until the next fdatasync, and copying
     /// into the cache and writing to the disk happen one after the other instead of together.
+    /// Direct files have nothing in the cache: a no-op.
     pub fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
+        if self.io() == FileIo::Direct {
+            return Ok(());
+        }
         // SAFETY: a plain syscall on a descriptor we own; no memory is passed.
         let rc = unsafe {
             libc::sync_file_range(
-                self.inner.as_raw_fd(),
+                self.raw_fd(),
                 offset as libc::off64_t,
                 len as libc::off64_t,
                 libc::SYNC_FILE_RANGE_WRITE,
@@ -111,11 +209,10 @@ impl File {
     /// size still says where the data ends, so recovery and readers are unaffected. A file
     /// system without fallocate is not an error (nothing is allocated).
     pub fn preallocate(&self, len: u64) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
         // SAFETY: a plain syscall on a descriptor we own; no memory is passed.
         let rc = unsafe {
             libc::fallocate(
-                self.inner.as_raw_fd(),
+                self.raw_fd(),
                 libc::FALLOC_FL_KEEP_SIZE,
                 0,
                 len as libc::off_t,
@@ -135,7 +232,10 @@ impl File {
         if let Some(t) = &self.tracked {
             fault::before(t, FileOp::Fsync)?;
         }
-        self.inner.fdatasync().await?;
+        match &self.inner {
+            Inner::Buffered(f) => f.fdatasync().await?,
+            Inner::Direct(f) => f.fdatasync().await?,
+        }
         if let Some(t) = &self.tracked {
             fault::after_fsync(t);
         }
@@ -146,7 +246,10 @@ impl File {
         if let Some(t) = &self.tracked {
             fault::before(t, FileOp::Truncate)?;
         }
-        self.inner.truncate(size).await?;
+        match &self.inner {
+            Inner::Buffered(f) => f.truncate(size).await?,
+            Inner::Direct(f) => f.truncate(size).await?,
+        }
         if let Some(t) = &self.tracked {
             fault::after_truncate(t, size);
         }
@@ -154,11 +257,17 @@ impl File {
     }
 
     pub async fn size(&self) -> io::Result<u64> {
-        Ok(self.inner.file_size().await?)
+        Ok(match &self.inner {
+            Inner::Buffered(f) => f.file_size().await?,
+            Inner::Direct(f) => f.file_size().await?,
+        })
     }
 
     pub async fn close(self) -> io::Result<()> {
-        self.inner.close().await?;
+        match self.inner {
+            Inner::Buffered(f) => f.close().await?,
+            Inner::Direct(f) => f.close().await?,
+        }
         Ok(())
     }
 }

@@ -10,14 +10,17 @@
 //!
 //! Memory: glommio registers `io_memory` bytes per executor with io_uring, which counts against
 //! `RLIMIT_MEMLOCK` (8 MiB on the machines we run on, shared by every executor of the user), so
-//! the default here is small. Our file I/O is buffered (page cache), so the registered pool is
-//! only used by glommio internals.
+//! the default here is small. Direct segment writes keep their own pool of aligned buffers
+//! (`buffer_pool.rs`), on the heap: the registered pool is only used by glommio internals.
 
+mod buffer_pool;
 pub mod fault;
 mod file;
 pub mod stall;
+pub mod write_buffer;
 
-pub use file::{remove_file, rename, sync_dir, File};
+pub use file::{remove_file, rename, sync_dir, File, FileIo};
+pub use write_buffer::{WriteBuffer, WrittenBuffer};
 
 use std::future::Future;
 use std::io;

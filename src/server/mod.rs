@@ -324,6 +324,8 @@ async fn shard_main(
     if failpoint("shard-start", ctx.id()) {
         return Err("failpoint shard-start".to_string());
     }
+    // Before the logs open: their caches share this budget.
+    crate::log::tail_cache::set_shard_budget(config.tail_cache_bytes);
     let (shard, inboxes, recovery) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
     ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);

@@ -19,6 +19,7 @@ pub(super) struct StartupInfo {
     pinned: bool,
     metrics: String,
     acks_all_fsync: bool,
+    log_io: crate::runtime::FileIo,
     flush_messages: i64,
     flush_ms: i64,
     retention_ms: i64,
@@ -44,6 +45,7 @@ impl StartupInfo {
                 .metrics_listen
                 .map_or_else(|| "none".to_string(), |a| a.to_string()),
             acks_all_fsync: config.fsync_on_acks_all,
+            log_io: log.io,
             flush_messages: i64::try_from(log.flush_messages).unwrap_or(i64::MAX),
             flush_ms: log.flush_ms,
             retention_ms: log.retention_ms,
@@ -78,6 +80,7 @@ impl StartupInfo {
             pinned = self.pinned,
             metrics = %self.metrics,
             acks_all_fsync = self.acks_all_fsync,
+            log_io = ?self.log_io,
             flush_messages = self.flush_messages,
             flush_ms = self.flush_ms,
             retention_ms = self.retention_ms,

@@ -60,6 +60,7 @@ impl Shard {
             produce_memory: self.produce_memory.stats(),
             stalls: runtime::stall::stats(),
             offline_partitions: self.offline_count(),
+            tail_cache: crate::log::tail_cache::shard_tail_cache(),
         }
     }
 

@@ -155,6 +155,15 @@ pub fn file_batches(path: &Path) -> Vec<(u64, BatchHeader)> {
     out
 }
 
+/// Where the last whole batch of a segment file ends. A direct-I/O log pads its active
+/// segment with zeros up to the block size until it is closed or sealed, so after an unclean
+/// stop the file is longer than its data.
+pub fn data_len(path: &Path) -> u64 {
+    file_batches(path)
+        .last()
+        .map_or(0, |(pos, h)| pos + h.total_len() as u64)
+}
+
 /// What [`verify_log`] saw.
 #[derive(Debug, Default, Clone)]
 pub struct Verified {

@@ -323,6 +323,18 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "acks=all produce waits for an fdatasync.",
         ),
         (
+            "ringbroker.log.io",
+            crate::config_listing::log_io_name(c.log_defaults.io).to_string(),
+            TYPE_STRING,
+            "How segment files are written: direct (O_DIRECT) or buffered (page cache).",
+        ),
+        (
+            "ringbroker.log.tail.cache.bytes",
+            c.tail_cache_bytes.to_string(),
+            TYPE_LONG,
+            "Per shard: memory for the last written log bytes, served to fetches without a disk read.",
+        ),
+        (
             "offsets.topic.num.partitions",
             c.group.offsets_partitions.to_string(),
             TYPE_INT,

@@ -87,6 +87,8 @@ pub struct DmaBuffer {
     // Invariant: trim + size are at most one byte past the original allocation.
     trim: usize,
     size: usize,
+    // ringbroker patch: the size allocated, so that `restore_size` can undo `trim_to_size`.
+    capacity: usize,
 }
 
 impl DmaBuffer {
@@ -95,6 +97,7 @@ impl DmaBuffer {
             storage: BufferStorage::Sys(SysAlloc::new(size)?),
             size,
             trim: 0,
+            capacity: size,
         })
     }
 
@@ -103,6 +106,7 @@ impl DmaBuffer {
             storage,
             size,
             trim: 0,
+            capacity: size,
         }
     }
 
@@ -120,6 +124,19 @@ impl DmaBuffer {
     pub fn trim_to_size(&mut self, newsize: usize) {
         assert!(newsize <= self.size);
         self.size = newsize;
+    }
+
+    /// ringbroker patch: sets the length back up to the size allocated (undoing
+    /// [`trim_to_size`](#method.trim_to_size)), so that a buffer can be reused for another
+    /// write instead of being freed and allocated again.
+    pub fn restore_size(&mut self, newsize: usize) {
+        assert!(self.trim + newsize <= self.capacity);
+        self.size = newsize;
+    }
+
+    /// The size allocated (ringbroker patch, with `restore_size`).
+    pub fn capacity(&self) -> usize {
+        self.capacity - self.trim
     }
 
     /// Returns a representation of the current addressable contents of this
