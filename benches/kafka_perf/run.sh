@@ -468,7 +468,7 @@ run_variant() {
 
 IFS=',' read -r -a variant_list <<<"$VARIANTS"
 for v in "${variant_list[@]}"; do
-    case "$v" in default | durable) ;; *) die "unknown variant $v (default, durable)" ;; esac
+    case "$v" in default | durable | direct | buffered) ;; *) die "unknown variant $v (default, durable, direct, buffered)" ;; esac
     run_variant "$v"
 done
 
