@@ -15,8 +15,8 @@ use super::rng::Rng;
 use super::stats::Recorder;
 use crate::client::cluster::{EARLIEST, LATEST};
 use crate::client::{
-    ClientConfig, ClientError, Cluster, Consumer, ConsumerConfig, DeliveryResult, OffsetSpec,
-    Producer, ProducerConfig, ProducerRecord,
+    ClientConfig, ClientError, Cluster, Consumer, ConsumerConfig, Delivered, OffsetSpec, Producer,
+    ProducerConfig, ProducerRecord,
 };
 
 /// Records per run when neither --records nor --duration is given.
@@ -178,8 +178,11 @@ pub fn run(command: BenchCommand) -> Result<Outcome, BenchError> {
                     + u64::from((p as u64) < total % args.producers as u64)
             };
             let cluster = Cluster::connect(client_config(&args, "ringbroker-bench-producer"))?;
-            let producer = Producer::new(cluster, producer_config(&args))?;
+            let recorder = Arc::new(Mutex::new(Recorder::new(start, args.warmup)));
+            let handler = delivery_handler(recorder.clone(), live.clone(), start);
+            let producer = Producer::with_handler(cluster, producer_config(&args), handler)?;
             let ctx = ProducerContext {
+                recorder,
                 index: p,
                 args: args.clone(),
                 start,
@@ -279,7 +282,48 @@ fn producer_config(args: &BenchArgs) -> ProducerConfig {
     }
 }
 
+/// What a bench record carries to its acknowledgement: when it was due (or sent), in ns since
+/// the run's start, and its value size.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    origin_ns: u64,
+    size: u32,
+}
+
+/// Records a completed batch: one lock of the producer's recorder and one update of the live
+/// counters per batch, not per record.
+fn delivery_handler(
+    recorder: Arc<Mutex<Recorder>>,
+    live: Arc<Live>,
+    start: Instant,
+) -> crate::client::DeliveryHandler<Sent> {
+    Box::new(move |batch: Delivered<Sent>| {
+        let now = Instant::now();
+        let mut rec = lock(&recorder);
+        match &batch.outcome {
+            Ok(_) => {
+                let mut bytes = 0u64;
+                for sent in &batch.tokens {
+                    let origin = start + Duration::from_nanos(sent.origin_ns);
+                    rec.record_ok(now, origin, sent.size as usize);
+                    bytes += u64::from(sent.size);
+                }
+                drop(rec);
+                Live::add(&live.produced, batch.tokens.len() as u64);
+                Live::add(&live.produced_bytes, bytes);
+            }
+            Err(e) => {
+                let n = batch.tokens.len() as u64;
+                rec.record_error(now, &e.kind_name(), n);
+                drop(rec);
+                Live::add(&live.errors, n);
+            }
+        }
+    })
+}
+
 struct ProducerContext {
+    recorder: Arc<Mutex<Recorder>>,
     index: usize,
     args: Arc<BenchArgs>,
     start: Instant,
@@ -291,9 +335,9 @@ struct ProducerContext {
 }
 
 /// One producer's loop: returns its recorder and how many records `send` accepted.
-fn produce(producer: Producer, ctx: ProducerContext) -> Result<(Recorder, u64), BenchError> {
+fn produce(producer: Producer<Sent>, ctx: ProducerContext) -> Result<(Recorder, u64), BenchError> {
     let args = &ctx.args;
-    let recorder = Arc::new(Mutex::new(Recorder::new(ctx.start, args.warmup)));
+    let recorder = ctx.recorder.clone();
     let mut rng = Rng::new(args.seed ^ (ctx.index as u64).wrapping_mul(0x9E37_79B9));
     let pool = PayloadPool::new(args.record_size.max(), &mut rng);
     let mut value = Vec::with_capacity(args.record_size.max());
@@ -317,25 +361,12 @@ fn produce(producer: Producer, ctx: ProducerContext) -> Result<(Recorder, u64), 
         let stamp = origin.saturating_duration_since(ctx.start).as_nanos() as u64;
         pool.fill(&mut value, size, stamp, &mut rng);
         let partition = ((i as usize + ctx.index) % ctx.partitions) as i32;
-        let rec = recorder.clone();
-        let live = ctx.live.clone();
-        let callback = Box::new(move |result: DeliveryResult| {
-            let now = Instant::now();
-            let mut rec = rec.lock().unwrap_or_else(|p| p.into_inner());
-            match result {
-                Ok(_) => {
-                    rec.record_ok(now, origin, size);
-                    Live::add(&live.produced, 1);
-                    Live::add(&live.produced_bytes, size as u64);
-                }
-                Err(e) => {
-                    rec.record_error(now, &e.kind_name(), 1);
-                    Live::add(&live.errors, 1);
-                }
-            }
-        });
+        let token = Sent {
+            origin_ns: stamp,
+            size: size as u32,
+        };
         let record = ProducerRecord::new(&args.topic, &value).partition(partition);
-        match producer.send(record, callback) {
+        match producer.send(record, token) {
             Ok(()) => sent += 1,
             Err(e) => {
                 lock(&recorder).record_error(Instant::now(), &e.kind_name(), 1);

@@ -36,7 +36,7 @@ pub struct ProduceArgs {
     /// A header for every record, repeatable: -H source=cli -H trace=1
     #[arg(long = "header", short = 'H', value_name = "KEY=VALUE")]
     pub headers: Vec<String>,
-    /// Produce to this partition (default: by key hash; records without a key round robin).
+    /// Produce to this partition (default: by key as Kafka does, murmur2; without a key round robin).
     #[arg(long, short = 'p')]
     pub partition: Option<i32>,
     /// none, gzip, snappy, lz4 or zstd.

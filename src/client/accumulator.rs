@@ -10,6 +10,9 @@ use bytes::Bytes;
 
 use crate::protocol::batch_builder::{BatchBuilder, BuildError};
 
+/// A new batch reserves room for `batch_size` bytes, up to this much (a larger batch grows).
+const MAX_RESERVED: usize = 1 << 20;
+
 /// A partition of a topic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {
@@ -97,7 +100,10 @@ impl<T> Accumulator<T> {
             self.close(tp);
         }
         let open = self.open.entry(tp.clone()).or_insert_with(|| OpenBatch {
-            builder: BatchBuilder::new(record.timestamp_ms),
+            builder: BatchBuilder::with_capacity(
+                record.timestamp_ms,
+                self.batch_size.min(MAX_RESERVED),
+            ),
             payloads: Vec::new(),
             bytes: 0,
             created: now,

@@ -2,6 +2,7 @@
 //! connection per broker, and the small admin calls (create topic, list offsets, producer id).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,8 @@ pub struct Cluster {
     config: ClientConfig,
     versions: ApiVersionTable,
     metadata: RwLock<Arc<Metadata>>,
+    /// Bumped every time the cached metadata changes (callers cache what they derived from it).
+    metadata_generation: AtomicU64,
     connections: Mutex<HashMap<i32, Arc<Connection>>>,
     /// The bootstrap connection, used for requests that any broker answers.
     any: Mutex<Arc<Connection>>,
@@ -80,6 +83,7 @@ impl Cluster {
                         config: config.clone(),
                         versions,
                         metadata: RwLock::new(Arc::new(Metadata::default())),
+                        metadata_generation: AtomicU64::new(0),
                         connections: Mutex::new(HashMap::new()),
                         any: Mutex::new(Arc::new(conn)),
                     };
@@ -203,7 +207,14 @@ impl Cluster {
         let mut merged = (**guard).clone();
         merged.merge(fresh);
         *guard = Arc::new(merged);
+        self.metadata_generation.fetch_add(1, Ordering::Release);
         Ok(guard.clone())
+    }
+
+    /// Changes whenever the cached metadata does: something derived from [`Cluster::metadata`]
+    /// is current while this stays the same.
+    pub fn metadata_generation(&self) -> u64 {
+        self.metadata_generation.load(Ordering::Acquire)
     }
 
     /// Creates a topic (replication factor 1 unless configured otherwise by the broker).

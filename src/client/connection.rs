@@ -7,14 +7,14 @@
 //! connection (as Kafka clients do: after a lost response the stream cannot be trusted).
 
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -189,7 +189,39 @@ impl Connection {
             Ok(frame) => frame,
             Err(e) => return Err(fail_handler(handler, e)),
         };
-        // Register before writing: the response may arrive before write_all returns.
+        self.transmit(key, correlation, &[frame.freeze()], handler)
+    }
+
+    /// Like [`Connection::send`], for a body already encoded as segments (written with one
+    /// vectored write, so large parts such as record batches are not copied).
+    pub fn send_segments(
+        &self,
+        key: ApiKey,
+        version: i16,
+        body: Vec<Bytes>,
+        handler: Option<ResponseHandler>,
+    ) -> ClientResult<()> {
+        let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let body_len: usize = body.iter().map(Bytes::len).sum();
+        let head = match self.encode_header(key, version, correlation, body_len) {
+            Ok(head) => head,
+            Err(e) => return Err(fail_handler(handler, e)),
+        };
+        let mut frame = Vec::with_capacity(body.len() + 1);
+        frame.push(head.freeze());
+        frame.extend(body);
+        self.transmit(key, correlation, &frame, handler)
+    }
+
+    /// Registers the handler (waiting for a free in-flight slot), then writes the frame.
+    fn transmit(
+        &self,
+        key: ApiKey,
+        correlation: i32,
+        frame: &[Bytes],
+        handler: Option<ResponseHandler>,
+    ) -> ClientResult<()> {
+        // Register before writing: the response may arrive before the write returns.
         {
             let deadline = Instant::now() + self.request_timeout;
             let mut state = self.shared.lock();
@@ -233,7 +265,7 @@ impl Connection {
         }
         let written = {
             let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            writer.write_all(&frame)
+            write_all_vectored(&mut writer, frame)
         };
         if let Err(e) = written {
             // The handler (if registered) is failed by close().
@@ -247,30 +279,76 @@ impl Connection {
         Ok(())
     }
 
+    /// The whole frame (size prefix, header, body) in one buffer sized up front.
     fn encode<Req: Encodable>(
         &self,
         key: ApiKey,
         version: i16,
         correlation: i32,
         request: &Req,
-    ) -> ClientResult<Vec<u8>> {
+    ) -> ClientResult<BytesMut> {
+        let body_len = request
+            .compute_size(version)
+            .map_err(|e| ClientError::codec(format!("{key:?} v{version} request"), e))?;
+        let mut frame = self.encode_header(key, version, correlation, body_len)?;
+        let header_len = frame.len();
+        request
+            .encode(&mut frame, version)
+            .map_err(|e| ClientError::codec(format!("{key:?} v{version} request"), e))?;
+        if frame.len() != header_len + body_len {
+            return Err(ClientError::codec(
+                format!("{key:?} v{version} request"),
+                "encoded size differs from the computed size",
+            ));
+        }
+        Ok(frame)
+    }
+
+    /// Size prefix and request header for a body of `body_len` bytes, in a buffer with room
+    /// for that body.
+    fn encode_header(
+        &self,
+        key: ApiKey,
+        version: i16,
+        correlation: i32,
+        body_len: usize,
+    ) -> ClientResult<BytesMut> {
         let mut header = RequestHeader::default();
         header.request_api_key = key as i16;
         header.request_api_version = version;
         header.correlation_id = correlation;
         header.client_id = Some(self.client_id.clone());
-        let mut body = BytesMut::new();
+        let header_version = key.request_header_version(version);
+        let header_err = |e| ClientError::codec(format!("{key:?} request header"), e);
+        let header_len = header.compute_size(header_version).map_err(header_err)?;
+        let size = i32::try_from(header_len + body_len)
+            .map_err(|_| ClientError::codec(format!("{key:?} request"), "larger than 2 GiB"))?;
+        let mut frame = BytesMut::with_capacity(4 + header_len + body_len);
+        frame.put_i32(size);
         header
-            .encode(&mut body, key.request_header_version(version))
-            .map_err(|e| ClientError::codec(format!("{key:?} request header"), e))?;
-        request
-            .encode(&mut body, version)
-            .map_err(|e| ClientError::codec(format!("{key:?} v{version} request"), e))?;
-        let mut frame = Vec::with_capacity(body.len() + 4);
-        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
-        frame.extend_from_slice(&body);
+            .encode(&mut frame, header_version)
+            .map_err(header_err)?;
         Ok(frame)
     }
+}
+
+/// Writes every part, in order, with as few (vectored) writes as the socket allows.
+fn write_all_vectored(w: &mut TcpStream, parts: &[Bytes]) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| IoSlice::new(p))
+        .collect();
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        match w.write_vectored(left) {
+            Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero)),
+            Ok(n) => IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Connection {
@@ -309,6 +387,10 @@ pub fn decode_response<Resp: Decodable>(
         .map_err(|e| ClientError::codec(format!("{key:?} v{version} response"), e))
 }
 
+/// Frames at least this large are read straight into a buffer of their own size (no copy out
+/// of the read buffer): fetch responses.
+const LARGE_FRAME: usize = 256 << 10;
+
 /// Reads frames until the socket fails or closes; hands each to its request's handler and
 /// expires requests past their deadline.
 fn read_loop(mut stream: TcpStream, shared: Arc<Shared>) {
@@ -323,23 +405,25 @@ fn read_loop(mut stream: TcpStream, shared: Arc<Shared>) {
                 return;
             }
             let size = size as usize;
+            if buf.len() < 4 + size && size >= LARGE_FRAME {
+                let _ = buf.split_to(4);
+                let mut frame = Vec::with_capacity(size);
+                frame.extend_from_slice(&buf.split_to(buf.len()));
+                if !read_rest(&mut stream, &mut frame, size, &shared) {
+                    return;
+                }
+                if !dispatch(&shared, Bytes::from(frame)) {
+                    return;
+                }
+                continue;
+            }
             if buf.len() < 4 + size {
                 buf.reserve(4 + size - buf.len());
                 break;
             }
             let _ = buf.split_to(4);
-            let frame = buf.split_to(size).freeze();
-            let correlation = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
-            let pending = shared.lock().pending.remove(&correlation);
-            shared.changed.notify_all();
-            match pending {
-                Some(p) => (p.handler)(Ok(frame)),
-                None => {
-                    shared.close(format!(
-                        "response with unknown correlation id {correlation}"
-                    ));
-                    return;
-                }
+            if !dispatch(&shared, buf.split_to(size).freeze()) {
+                return;
             }
         }
         match stream.read(&mut chunk) {
@@ -349,18 +433,7 @@ fn read_loop(mut stream: TcpStream, shared: Arc<Shared>) {
             }
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                let now = Instant::now();
-                let state = shared.lock();
-                if state.closed.is_some() {
-                    drop(state);
-                    shared.close(String::new());
-                    return;
-                }
-                let expired = state.pending.values().any(|p| p.deadline <= now);
-                drop(state);
-                if expired {
-                    shared.close("a request timed out".to_string());
-                    let _ = stream.shutdown(Shutdown::Both);
+                if !tick(&shared, &stream) {
                     return;
                 }
             }
@@ -371,4 +444,70 @@ fn read_loop(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// Hands a frame to its request's handler; false (the connection is closed) if no request
+/// waits for it.
+fn dispatch(shared: &Shared, frame: Bytes) -> bool {
+    let correlation = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+    let pending = shared.lock().pending.remove(&correlation);
+    shared.changed.notify_all();
+    match pending {
+        Some(p) => {
+            (p.handler)(Ok(frame));
+            true
+        }
+        None => {
+            shared.close(format!(
+                "response with unknown correlation id {correlation}"
+            ));
+            false
+        }
+    }
+}
+
+/// Reads from the socket until `frame` holds `size` bytes (into its spare capacity, which
+/// the socket fills without zeroing it first). False if the connection ended.
+fn read_rest(stream: &mut TcpStream, frame: &mut Vec<u8>, size: usize, shared: &Shared) -> bool {
+    while frame.len() < size {
+        let want = (size - frame.len()) as u64;
+        match (&mut *stream).take(want).read_to_end(frame) {
+            Ok(0) => {
+                shared.close("closed by the broker".to_string());
+                return false;
+            }
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if !tick(shared, stream) {
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                shared.close(format!("read failed: {e}"));
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The reader's periodic check while nothing arrives: false (and the connection is closed)
+/// once it was closed or a request is past its deadline.
+fn tick(shared: &Shared, stream: &TcpStream) -> bool {
+    let now = Instant::now();
+    let state = shared.lock();
+    if state.closed.is_some() {
+        drop(state);
+        shared.close(String::new());
+        return false;
+    }
+    let expired = state.pending.values().any(|p| p.deadline <= now);
+    drop(state);
+    if expired {
+        shared.close("a request timed out".to_string());
+        let _ = stream.shutdown(Shutdown::Both);
+        return false;
+    }
+    true
 }

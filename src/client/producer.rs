@@ -1,7 +1,9 @@
 //! The producer: `send` adds a record to its partition's batch (see [`super::accumulator`]); a
 //! sender thread ships closed batches to partition leaders, one Produce request per broker
 //! holding at most one batch per partition, pipelined up to the connection's max in flight.
-//! Every record's delivery callback is called exactly once, with its offset or the error.
+//! Every record's outcome (offset or error) is reported exactly once: its delivery callback
+//! is called, or, with [`Producer::with_handler`], its token comes back in a [`Delivered`]
+//! batch (see [`super::delivery`]).
 //!
 //! Retriable errors (leader moves, timeouts, lost connections) put the batch back in front of
 //! its partition's queue, unchanged (same producer id, epoch and sequence numbers, so the broker
@@ -13,18 +15,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use kafka_protocol::messages::produce_request::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
 use kafka_protocol::messages::produce_response::ProduceResponse;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError;
 
 use super::accumulator::{Accumulator, ReadyBatch, RecordRef, TopicPartition};
-use super::cluster::{topic_name, Cluster};
+use super::cluster::Cluster;
 use super::compression::{compress_batch, Compression};
 use super::connection::decode_response;
+use super::delivery::{call_each, Delivered, DeliveryCallback, DeliveryHandler};
 use super::error::{ClientError, ClientResult, KafkaCode};
+use super::partitioner::key_partition;
+use super::produce_request::{self, TopicBatches};
+use crate::protocol::batch_builder::BatchBuilder;
 
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
@@ -63,18 +66,8 @@ impl Default for ProducerConfig {
     }
 }
 
-/// Where a record was stored. With acks=0 the offset is unknown (-1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecordMetadata {
-    pub partition: i32,
-    pub offset: i64,
-}
-
-/// A record's outcome; the error is shared by the records of a batch.
-pub type DeliveryResult = Result<RecordMetadata, Arc<ClientError>>;
-pub type DeliveryCallback = Box<dyn FnOnce(DeliveryResult) + Send>;
-
-/// A record to send. `partition: None` picks one: by key hash, or round robin without a key.
+/// A record to send. `partition: None` picks one: by the key as Kafka's default partitioner
+/// does (murmur2, see [`super::partitioner`]), or round robin without a key.
 #[derive(Debug, Clone, Copy)]
 pub struct ProducerRecord<'a> {
     pub topic: &'a str,
@@ -114,8 +107,16 @@ impl<'a> ProducerRecord<'a> {
     }
 }
 
-struct State {
-    acc: Accumulator<DeliveryCallback>,
+/// What `send` knows about a topic without asking the cluster again.
+struct TopicInfo {
+    name: Arc<str>,
+    partitions: usize,
+    /// The [`Cluster::metadata_generation`] `partitions` was read at.
+    generation: u64,
+}
+
+struct State<T> {
+    acc: Accumulator<T>,
     /// Bytes of records accepted and not completed.
     buffered: usize,
     /// Records accepted and not completed.
@@ -125,38 +126,63 @@ struct State {
     metadata_stale: bool,
     /// Next sequence number per partition (idempotence).
     sequences: HashMap<TopicPartition, i32>,
-    topics: HashMap<String, Arc<str>>,
+    topics: HashMap<String, TopicInfo>,
     round_robin: u32,
+    /// The sender thread waits for `wake` (notifying costs a syscall: only when it waits).
+    sender_waiting: bool,
+    /// Threads waiting for `completed` (buffer space, flush).
+    completion_waiters: usize,
 }
 
-struct Inner {
+struct Inner<T> {
     cluster: Cluster,
     config: ProducerConfig,
     /// (producer id, epoch) when idempotent.
     producer_id: Option<(i64, i16)>,
     produce_version: i16,
-    state: Mutex<State>,
+    handler: DeliveryHandler<T>,
+    state: Mutex<State<T>>,
     /// Wakes the sender thread.
     wake: Condvar,
     /// Signalled when records complete (buffer space, flush).
     completed: Condvar,
 }
 
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl<T> Inner<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the sender thread if it waits.
+    fn wake_sender(&self, state: &State<T>) {
+        if state.sender_waiting {
+            self.wake.notify_one();
+        }
     }
 }
 
 /// A Kafka producer. Dropping it flushes what was sent (bounded by the retries and request
-/// timeouts) and stops its thread.
-pub struct Producer {
-    inner: Arc<Inner>,
+/// timeouts) and stops its thread. `T` is what each record carries to its outcome: a callback
+/// ([`Producer::new`]) or any token of the caller's handler ([`Producer::with_handler`]).
+pub struct Producer<T: Send + 'static = DeliveryCallback> {
+    inner: Arc<Inner<T>>,
     sender: Option<JoinHandle<()>>,
 }
 
-impl Producer {
+impl Producer<DeliveryCallback> {
+    /// A producer whose records carry their own delivery callback.
     pub fn new(cluster: Cluster, config: ProducerConfig) -> ClientResult<Producer> {
+        Producer::with_handler(cluster, config, Box::new(call_each))
+    }
+}
+
+impl<T: Send + 'static> Producer<T> {
+    /// A producer that hands each completed batch's tokens to `handler`, once per batch.
+    pub fn with_handler(
+        cluster: Cluster,
+        config: ProducerConfig,
+        handler: DeliveryHandler<T>,
+    ) -> ClientResult<Producer<T>> {
         if !matches!(config.acks, -1..=1) {
             return Err(ClientError::Config(format!(
                 "acks {} (0, 1 or -1)",
@@ -188,11 +214,14 @@ impl Producer {
                 sequences: HashMap::new(),
                 topics: HashMap::new(),
                 round_robin: 0,
+                sender_waiting: false,
+                completion_waiters: 0,
             }),
             cluster,
             config,
             producer_id,
             produce_version,
+            handler,
             wake: Condvar::new(),
             completed: Condvar::new(),
         });
@@ -216,11 +245,10 @@ impl Producer {
         self.inner.producer_id
     }
 
-    /// Queues a record; `callback` gets its outcome later (on a client thread: keep it short).
-    /// Waits (at most `max_block`) while the buffer is full. On an error returned here the
-    /// callback is not called.
-    pub fn send(&self, record: ProducerRecord<'_>, callback: DeliveryCallback) -> ClientResult<()> {
-        let partitions = self.partition_count(record.topic)?;
+    /// Queues a record; its `token` (the callback, for [`Producer::new`]) gets the outcome
+    /// later, on a client thread. Waits (at most `max_block`) while the buffer is full. On an
+    /// error returned here the token is dropped, not delivered.
+    pub fn send(&self, record: ProducerRecord<'_>, token: T) -> ClientResult<()> {
         let timestamp_ms = record.timestamp_ms.unwrap_or_else(now_ms);
         let rec = RecordRef {
             key: record.key,
@@ -230,8 +258,34 @@ impl Producer {
         };
         let size = rec.estimated_size();
         let inner = &*self.inner;
-        let deadline = Instant::now() + inner.config.max_block;
+        let now = Instant::now();
+        let generation = inner.cluster.metadata_generation();
         let mut state = inner.lock();
+        let cached = match state.topics.get(record.topic) {
+            Some(t) if t.generation == generation => Some((t.name.clone(), t.partitions)),
+            _ => None,
+        };
+        let (topic, partitions) = match cached {
+            Some(c) => c,
+            None => {
+                // Rare (a new topic, or the metadata changed): ask without the lock.
+                drop(state);
+                let partitions = self.partition_count(record.topic)?;
+                state = inner.lock();
+                let name = match state.topics.get(record.topic) {
+                    Some(t) => t.name.clone(),
+                    None => Arc::from(record.topic),
+                };
+                let info = TopicInfo {
+                    name: name.clone(),
+                    partitions,
+                    generation,
+                };
+                state.topics.insert(record.topic.to_string(), info);
+                (name, partitions)
+            }
+        };
+        let deadline = now + inner.config.max_block;
         while state.buffered > 0 && state.buffered + size > inner.config.buffer_memory {
             if state.closing {
                 return Err(ClientError::Closed);
@@ -243,11 +297,13 @@ impl Producer {
                     after: inner.config.max_block,
                 });
             }
+            state.completion_waiters += 1;
             state = inner
                 .completed
                 .wait_timeout(state, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+            state.completion_waiters -= 1;
         }
         if state.closing {
             return Err(ClientError::Closed);
@@ -261,32 +317,22 @@ impl Producer {
                 })
             }
             None => match record.key {
-                Some(key) => (fnv1a(key) % partitions as u32) as i32,
+                Some(key) => key_partition(key, partitions),
                 None => {
                     state.round_robin = state.round_robin.wrapping_add(1);
                     (state.round_robin % partitions as u32) as i32
                 }
             },
         };
-        let topic = match state.topics.get(record.topic) {
-            Some(t) => t.clone(),
-            None => {
-                let t: Arc<str> = Arc::from(record.topic);
-                state.topics.insert(record.topic.to_string(), t.clone());
-                t
-            }
-        };
         let tp = TopicPartition { topic, partition };
         state
             .acc
-            .append(&tp, rec, callback, Instant::now())
+            .append(&tp, rec, token, now)
             .map_err(|e| ClientError::Batch(e.to_string()))?;
         state.buffered += size;
         state.unfinished += 1;
-        let wake = state.acc.has_ready() || inner.config.linger.is_zero();
-        drop(state);
-        if wake {
-            inner.wake.notify_one();
+        if state.acc.has_ready() || inner.config.linger.is_zero() {
+            inner.wake_sender(&state);
         }
         Ok(())
     }
@@ -325,11 +371,13 @@ impl Producer {
             if left.is_zero() {
                 break;
             }
+            state.completion_waiters += 1;
             state = inner
                 .completed
                 .wait_timeout(state, left.min(Duration::from_millis(100)))
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+            state.completion_waiters -= 1;
             inner.wake.notify_one();
         }
         state.flushing -= 1;
@@ -342,7 +390,7 @@ impl Producer {
     }
 }
 
-impl Drop for Producer {
+impl<T: Send + 'static> Drop for Producer<T> {
     fn drop(&mut self) {
         self.inner.lock().closing = true;
         self.inner.wake.notify_all();
@@ -353,17 +401,6 @@ impl Drop for Producer {
     }
 }
 
-/// FNV-1a: a stable key → partition hash (not Java's murmur2: keyed records land on other
-/// partitions than the Java client would put them).
-fn fnv1a(key: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in key {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
-}
-
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -371,7 +408,7 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-fn sender_loop(inner: &Arc<Inner>) {
+fn sender_loop<T: Send + 'static>(inner: &Arc<Inner<T>>) {
     loop {
         let (batches, refresh) = {
             let mut state = inner.lock();
@@ -395,11 +432,13 @@ fn sender_loop(inner: &Arc<Inner>) {
                     .map(|d| d.saturating_duration_since(now))
                     .unwrap_or(Duration::from_millis(100))
                     .min(Duration::from_millis(100));
+                state.sender_waiting = true;
                 state = inner
                     .wake
                     .wait_timeout(state, wait)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
+                state.sender_waiting = false;
             }
         };
         if refresh {
@@ -416,10 +455,10 @@ fn sender_loop(inner: &Arc<Inner>) {
 
 /// Groups batches into Produce requests (per leader, at most one batch per partition per
 /// request, batches of a partition in order) and sends them.
-fn send_batches(inner: &Arc<Inner>, batches: Vec<ReadyBatch<DeliveryCallback>>) {
+fn send_batches<T: Send + 'static>(inner: &Arc<Inner<T>>, batches: Vec<ReadyBatch<T>>) {
     let md = inner.cluster.metadata();
     // leader → requests, each a list of batches.
-    let mut requests: HashMap<i32, Vec<Vec<ReadyBatch<DeliveryCallback>>>> = HashMap::new();
+    let mut requests: HashMap<i32, Vec<Vec<ReadyBatch<T>>>> = HashMap::new();
     let mut placed: HashMap<TopicPartition, usize> = HashMap::new();
     for mut batch in batches {
         let Some(leader) = md.leader(&batch.tp.topic, batch.tp.partition) else {
@@ -454,8 +493,10 @@ fn send_batches(inner: &Arc<Inner>, batches: Vec<ReadyBatch<DeliveryCallback>>) 
     }
 }
 
-/// Builds the wire batch: producer id/epoch/sequence when idempotent, then compression.
-fn encode_batch(inner: &Inner, batch: &mut ReadyBatch<DeliveryCallback>) -> ClientResult<Bytes> {
+/// Builds the wire batch (in the builder's buffer, which it takes): producer id/epoch/sequence
+/// when idempotent, then compression.
+fn encode_batch<T>(inner: &Inner<T>, batch: &mut ReadyBatch<T>) -> ClientResult<Bytes> {
+    let mut builder = std::mem::replace(&mut batch.builder, BatchBuilder::new(0));
     if let Some((id, epoch)) = inner.producer_id {
         let count = batch.payloads.len() as i32;
         let mut state = inner.lock();
@@ -464,38 +505,30 @@ fn encode_batch(inner: &Inner, batch: &mut ReadyBatch<DeliveryCallback>) -> Clie
         // Sequences wrap at i32::MAX as Kafka's do.
         *next = next.wrapping_add(count) & i32::MAX;
         drop(state);
-        let builder = std::mem::replace(
-            &mut batch.builder,
-            crate::protocol::batch_builder::BatchBuilder::new(0),
-        );
-        batch.builder = builder.producer(id, epoch, base);
+        builder = builder.producer(id, epoch, base);
     }
-    compress_batch(batch.builder.build(), inner.config.compression)
+    compress_batch(builder.finish(), inner.config.compression)
 }
 
-fn send_request(inner: &Arc<Inner>, leader: i32, batches: Vec<ReadyBatch<DeliveryCallback>>) {
-    let mut topics: Vec<TopicProduceData> = Vec::new();
+fn send_request<T: Send + 'static>(
+    inner: &Arc<Inner<T>>,
+    leader: i32,
+    batches: Vec<ReadyBatch<T>>,
+) {
+    let mut topics: Vec<TopicBatches<'_>> = Vec::new();
     for b in &batches {
-        let mut p = PartitionProduceData::default();
-        p.index = b.tp.partition;
-        p.records = b.encoded.clone();
-        match topics
-            .iter_mut()
-            .find(|t| t.name.0.as_str() == &*b.tp.topic)
-        {
-            Some(t) => t.partition_data.push(p),
-            None => {
-                let mut t = TopicProduceData::default();
-                t.name = topic_name(&b.tp.topic);
-                t.partition_data = vec![p];
-                topics.push(t);
-            }
+        let data = (b.tp.partition, b.encoded.clone().unwrap_or_default());
+        match topics.iter_mut().find(|t| t.topic == &*b.tp.topic) {
+            Some(t) => t.batches.push(data),
+            None => topics.push(TopicBatches {
+                topic: &b.tp.topic,
+                batches: vec![data],
+            }),
         }
     }
-    let mut req = ProduceRequest::default();
-    req.acks = inner.config.acks;
-    req.timeout_ms = inner.cluster.config().request_timeout.as_millis() as i32;
-    req.topic_data = topics;
+    let version = inner.produce_version;
+    let timeout_ms = inner.cluster.config().request_timeout.as_millis() as i32;
+    let body = produce_request::encode_body(version, inner.config.acks, timeout_ms, topics);
     let conn = match inner.cluster.connection(leader) {
         Ok(c) => c,
         Err(e) => {
@@ -503,15 +536,14 @@ fn send_request(inner: &Arc<Inner>, leader: i32, batches: Vec<ReadyBatch<Deliver
             return;
         }
     };
-    let version = inner.produce_version;
     if inner.config.acks == 0 {
-        let sent = conn.send(ApiKey::Produce, version, &req, None);
+        let sent = conn.send_segments(ApiKey::Produce, version, body, None);
         for b in batches {
             let outcome = match &sent {
                 Ok(()) => Ok(-1),
                 Err(e) => Err(Arc::new(e.duplicate())),
             };
-            complete(inner, b, outcome.map(|_| -1));
+            complete(inner, b, outcome);
         }
         return;
     }
@@ -522,12 +554,12 @@ fn send_request(inner: &Arc<Inner>, leader: i32, batches: Vec<ReadyBatch<Deliver
         handle_response(&handler_inner, batches, resp);
     });
     // The handler is called on every outcome, errors included.
-    let _ = conn.send(ApiKey::Produce, version, &req, Some(handler));
+    let _ = conn.send_segments(ApiKey::Produce, version, body, Some(handler));
 }
 
-fn handle_response(
-    inner: &Inner,
-    batches: Vec<ReadyBatch<DeliveryCallback>>,
+fn handle_response<T>(
+    inner: &Inner<T>,
+    batches: Vec<ReadyBatch<T>>,
     resp: ClientResult<ProduceResponse>,
 ) {
     let resp = match resp {
@@ -567,7 +599,7 @@ fn handle_response(
 }
 
 /// Requeues batches for a retriable error with retries left; fails them otherwise.
-fn retry_or_fail(inner: &Inner, batches: Vec<ReadyBatch<DeliveryCallback>>, e: ClientError) {
+fn retry_or_fail<T>(inner: &Inner<T>, batches: Vec<ReadyBatch<T>>, e: ClientError) {
     let stale = match &e {
         ClientError::Kafka { code, .. } => code.invalidates_metadata(),
         ClientError::NoLeader { .. } | ClientError::Disconnected { .. } => true,
@@ -587,8 +619,7 @@ fn retry_or_fail(inner: &Inner, batches: Vec<ReadyBatch<DeliveryCallback>>, e: C
             .collect();
         state.acc.requeue_front(retry);
         state.metadata_stale |= stale;
-        drop(state);
-        inner.wake.notify_one();
+        inner.wake_sender(&state);
     }
     if !fail.is_empty() {
         let shared = Arc::new(e);
@@ -598,32 +629,20 @@ fn retry_or_fail(inner: &Inner, batches: Vec<ReadyBatch<DeliveryCallback>>, e: C
     }
 }
 
-/// Calls every record's callback (outside the lock) and releases its buffer space.
-fn complete(
-    inner: &Inner,
-    batch: ReadyBatch<DeliveryCallback>,
-    outcome: Result<i64, Arc<ClientError>>,
-) {
-    let partition = batch.tp.partition;
+/// Hands the batch's outcome to the handler (outside the lock) and releases its buffer space.
+fn complete<T>(inner: &Inner<T>, batch: ReadyBatch<T>, outcome: Result<i64, Arc<ClientError>>) {
     let count = batch.payloads.len();
-    for (i, callback) in batch.payloads.into_iter().enumerate() {
-        let result = match &outcome {
-            Ok(base) if *base >= 0 => Ok(RecordMetadata {
-                partition,
-                offset: base + i as i64,
-            }),
-            Ok(_) => Ok(RecordMetadata {
-                partition,
-                offset: -1,
-            }),
-            Err(e) => Err(e.clone()),
-        };
-        callback(result);
-    }
+    let bytes = batch.bytes;
+    (inner.handler)(Delivered {
+        partition: batch.tp.partition,
+        outcome,
+        tokens: batch.payloads,
+    });
     let mut state = inner.lock();
-    state.buffered = state.buffered.saturating_sub(batch.bytes);
+    state.buffered = state.buffered.saturating_sub(bytes);
     state.unfinished = state.unfinished.saturating_sub(count);
-    drop(state);
-    inner.completed.notify_all();
-    inner.wake.notify_one();
+    if state.completion_waiters > 0 {
+        inner.completed.notify_all();
+    }
+    inner.wake_sender(&state);
 }

@@ -22,10 +22,12 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::record_batch::{
-    validate, BatchError, Compression, TimestampType, BATCH_HEADER_LEN, CRC_OFFSET, LOG_OVERHEAD,
-    MAGIC_V2, MAX_BATCH_LEN,
+    validate, BatchError, BatchHeader, Compression, TimestampType, BATCH_HEADER_LEN, CRC_OFFSET,
+    LOG_OVERHEAD, MAGIC_V2, MAX_BATCH_LEN,
 };
 use super::varint::{get_varint, get_varlong, put_varint, put_varlong, varint_len, varlong_len};
+
+pub use super::decompressed_records::decode_records_decompressed;
 
 /// Why a record could not be added to a [`BatchBuilder`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
@@ -60,7 +62,8 @@ pub struct BatchBuilder {
     producer_epoch: i16,
     base_sequence: i32,
     count: i32,
-    /// Encoded records, back to back.
+    /// Room for the batch header (written by `build`/`finish`), then the encoded records,
+    /// back to back.
     records: Vec<u8>,
 }
 
@@ -94,6 +97,13 @@ impl BatchBuilder {
     /// An empty builder. `base_timestamp_ms` is the batch's `baseTimestamp`; record timestamps are
     /// stored as deltas from it.
     pub fn new(base_timestamp_ms: i64) -> BatchBuilder {
+        BatchBuilder::with_capacity(base_timestamp_ms, BATCH_HEADER_LEN)
+    }
+
+    /// Like [`BatchBuilder::new`], with room for a batch of `bytes` before it reallocates.
+    pub fn with_capacity(base_timestamp_ms: i64, bytes: usize) -> BatchBuilder {
+        let mut records = Vec::with_capacity(bytes.max(BATCH_HEADER_LEN));
+        records.resize(BATCH_HEADER_LEN, 0);
         BatchBuilder {
             base_timestamp: base_timestamp_ms,
             max_timestamp: None,
@@ -101,7 +111,7 @@ impl BatchBuilder {
             producer_epoch: -1,
             base_sequence: -1,
             count: 0,
-            records: Vec::new(),
+            records,
         }
     }
 
@@ -160,7 +170,9 @@ impl BatchBuilder {
                 .ok_or(BuildError::BatchTooLarge { len: usize::MAX })?;
         }
         let body_i32 = len_i32(body)?;
-        let new_len = (BATCH_HEADER_LEN + self.records.len())
+        let new_len = self
+            .records
+            .len()
             .checked_add(varint_len(body_i32) + body)
             .ok_or(BuildError::BatchTooLarge { len: usize::MAX })?;
         if new_len - LOG_OVERHEAD > MAX_BATCH_LEN {
@@ -201,7 +213,7 @@ impl BatchBuilder {
 
     /// Size in bytes of the batch [`BatchBuilder::build`] would return now.
     pub fn encoded_len(&self) -> usize {
-        BATCH_HEADER_LEN + self.records.len()
+        self.records.len()
     }
 
     /// The batch: base offset 0, partition leader epoch -1, attributes 0 (uncompressed,
@@ -211,27 +223,43 @@ impl BatchBuilder {
     /// An empty builder yields a batch with 0 records, `lastOffsetDelta` -1 and `maxTimestamp` -1
     /// (as Kafka writes them), which [`validate`] rejects; useful in tests.
     pub fn build(&self) -> Bytes {
-        let total = self.encoded_len();
-        // try_push keeps total - LOG_OVERHEAD <= MAX_BATCH_LEN = i32::MAX.
-        let batch_length = (total - LOG_OVERHEAD) as i32;
-        let mut buf = BytesMut::with_capacity(total);
-        buf.put_i64(0); // baseOffset
-        buf.put_i32(batch_length);
-        buf.put_i32(-1); // partitionLeaderEpoch
-        buf.put_i8(MAGIC_V2);
-        buf.put_u32(0); // crc, filled in below
-        buf.put_i16(0); // attributes
-        buf.put_i32(self.count - 1); // lastOffsetDelta
-        buf.put_i64(self.base_timestamp);
-        buf.put_i64(self.max_timestamp.unwrap_or(-1));
-        buf.put_i64(self.producer_id);
-        buf.put_i16(self.producer_epoch);
-        buf.put_i32(self.base_sequence);
-        buf.put_i32(self.count);
-        buf.put_slice(&self.records);
+        let mut buf = BytesMut::with_capacity(self.encoded_len());
+        buf.put_slice(&self.header());
+        buf.put_slice(&self.records[BATCH_HEADER_LEN..]);
         let crc = super::record_batch::compute_crc(&buf);
         buf[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         buf.freeze()
+    }
+
+    /// The same batch as [`BatchBuilder::build`], in the builder's own buffer (no copy).
+    pub fn finish(mut self) -> Bytes {
+        let header = self.header();
+        self.records[..BATCH_HEADER_LEN].copy_from_slice(&header);
+        let crc = super::record_batch::compute_crc(&self.records);
+        self.records[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+        Bytes::from(self.records)
+    }
+
+    /// The batch header, CRC field 0.
+    fn header(&self) -> [u8; BATCH_HEADER_LEN] {
+        // try_push keeps total - LOG_OVERHEAD <= MAX_BATCH_LEN = i32::MAX.
+        let batch_length = (self.encoded_len() - LOG_OVERHEAD) as i32;
+        let mut header = [0u8; BATCH_HEADER_LEN];
+        let mut out = &mut header[..];
+        out.put_i64(0); // baseOffset
+        out.put_i32(batch_length);
+        out.put_i32(-1); // partitionLeaderEpoch
+        out.put_i8(MAGIC_V2);
+        out.put_u32(0); // crc, filled in by the caller
+        out.put_i16(0); // attributes
+        out.put_i32(self.count - 1); // lastOffsetDelta
+        out.put_i64(self.base_timestamp);
+        out.put_i64(self.max_timestamp.unwrap_or(-1));
+        out.put_i64(self.producer_id);
+        out.put_i16(self.producer_epoch);
+        out.put_i32(self.base_sequence);
+        out.put_i32(self.count);
+        header
     }
 }
 
@@ -331,6 +359,15 @@ impl<'a> Cursor<'a> {
 /// read from the input before that length has been checked against the bytes remaining.
 pub fn decode_records(batch: &[u8]) -> Result<Vec<DecodedRecord>, DecodeError> {
     let header = validate(batch)?;
+    decode_validated(batch, &header)
+}
+
+/// [`decode_records`] of a batch whose header [`validate`] accepted (the CRC is not computed
+/// again).
+pub(super) fn decode_validated(
+    batch: &[u8],
+    header: &BatchHeader,
+) -> Result<Vec<DecodedRecord>, DecodeError> {
     let codec = header.compression()?;
     if codec != Compression::None {
         return Err(DecodeError::Compressed(codec));
@@ -438,6 +475,15 @@ mod tests {
         buf[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4].copy_from_slice(&count.to_be_bytes());
         fix_crc(&mut buf);
         buf
+    }
+
+    #[test]
+    fn finish_is_build_without_the_copy() {
+        let mut b = BatchBuilder::with_capacity(5, 4096).producer(9, 1, 3);
+        b.push(Some(b"k"), Some(b"v1"), 6, &[("h", b"x")])
+            .push(None, Some(b"v2"), 7, &[]);
+        assert_eq!(b.clone().finish(), b.build());
+        assert_eq!(validate_exact(&b.finish()).map(|h| h.record_count), Ok(2));
     }
 
     /// Wraps a record body in its length prefix.
@@ -679,7 +725,7 @@ mod tests {
             b.try_push(None, None, 0, &[]).err(),
             Some(BuildError::TooManyRecords)
         );
-        assert!(b.records.is_empty());
+        assert_eq!(b.encoded_len(), BATCH_HEADER_LEN);
     }
 
     type ArbRecord = (
@@ -751,82 +797,6 @@ mod tests {
             bytes in proptest::collection::vec(any::<u8>(), 0..200),
         ) {
             let _ = decode_records(&bytes);
-        }
-    }
-}
-
-/// Decodes the records of any v2 batch, decompressing a compressed one first (at most
-/// `max_decompressed` bytes). For tools and for the one broker path that must look inside a
-/// batch (ListOffsets by timestamp); never for produce or fetch.
-pub fn decode_records_decompressed(
-    batch: &[u8],
-    max_decompressed: usize,
-) -> Result<Vec<DecodedRecord>, DecodeError> {
-    use super::record_batch::{
-        ATTRIBUTES_OFFSET, BATCH_HEADER_LEN, BATCH_LENGTH_OFFSET, COMPRESSION_CODEC_MASK,
-        CRC_OFFSET,
-    };
-    let header = validate(batch)?;
-    let codec = header.compression()?;
-    if codec == Compression::None {
-        return decode_records(batch);
-    }
-    let end = header.total_len();
-    let records = super::legacy::decompress_records(
-        (header.attributes & COMPRESSION_CODEC_MASK) as u8,
-        &batch[BATCH_HEADER_LEN..end],
-        max_decompressed,
-    )
-    .map_err(|_| DecodeError::Malformed {
-        at: BATCH_HEADER_LEN,
-        reason: "records do not decompress",
-    })?;
-    // The same batch, uncompressed: header with the codec bits cleared, new length and CRC.
-    let mut plain = Vec::with_capacity(BATCH_HEADER_LEN + records.len());
-    plain.extend_from_slice(&batch[..BATCH_HEADER_LEN]);
-    plain.extend_from_slice(&records);
-    let attributes = header.attributes & !COMPRESSION_CODEC_MASK;
-    plain[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
-    let length = i32::try_from(plain.len() - super::record_batch::LOG_OVERHEAD).map_err(|_| {
-        DecodeError::Malformed {
-            at: BATCH_HEADER_LEN,
-            reason: "decompressed batch too large",
-        }
-    })?;
-    plain[BATCH_LENGTH_OFFSET..BATCH_LENGTH_OFFSET + 4].copy_from_slice(&length.to_be_bytes());
-    let crc = super::record_batch::compute_crc(&plain);
-    plain[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
-    decode_records(&plain)
-}
-
-#[cfg(test)]
-mod decompressed_tests {
-    use super::*;
-
-    #[test]
-    fn compressed_batches_decode_after_decompression() {
-        let mut b = BatchBuilder::new(100);
-        for i in 0..20 {
-            b.push(None, Some(format!("value-{i}").as_bytes()), 100 + i, &[]);
-        }
-        let plain = b.build();
-        for codec in [1u8, 2, 3, 4] {
-            let records = &plain[super::super::record_batch::BATCH_HEADER_LEN..];
-            let compressed =
-                super::super::legacy::compress_records(codec, records).expect("compress");
-            let mut batch = plain[..super::super::record_batch::BATCH_HEADER_LEN].to_vec();
-            batch.extend_from_slice(&compressed);
-            let attrs = i16::from(codec);
-            batch[21..23].copy_from_slice(&attrs.to_be_bytes());
-            let len = (batch.len() - 12) as i32;
-            batch[8..12].copy_from_slice(&len.to_be_bytes());
-            let crc = super::super::record_batch::compute_crc(&batch);
-            batch[17..21].copy_from_slice(&crc.to_be_bytes());
-            let decoded = decode_records_decompressed(&batch, 1 << 20).expect("decode");
-            assert_eq!(decoded.len(), 20, "codec {codec}");
-            assert_eq!(decoded[7].timestamp, 107);
-            assert_eq!(decoded[7].value.as_deref(), Some(&b"value-7"[..]));
-            assert!(decode_records_decompressed(&batch, 10).is_err(), "bounded");
         }
     }
 }

@@ -6,6 +6,7 @@
 //! `protocol::ResponseError`, ...), so the crate can be replaced or patched in one place; our
 //! own error types wrap its errors.
 pub mod batch_builder;
+pub mod decompressed_records;
 pub mod frame;
 pub mod header;
 pub mod legacy;
