@@ -4,7 +4,8 @@
 //!
 //! Invariants after every apply (a record that would break one is skipped, see [`Skipped`]):
 //! every partition has distinct replicas and a non-empty ISR ⊆ replicas; its leader is `None`
-//! or an unfenced broker in the ISR; leader and partition epochs never decrease.
+//! or an unfenced broker in the ISR; a fenced broker is in no ISR with other members (it may
+//! stay the sole member, leaderless); leader and partition epochs never decrease.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -175,6 +176,14 @@ impl ClusterMetadata {
         if self.is_unfenced(r.broker_id) {
             return Err(Skipped::BrokerStillRegistered(r.broker_id));
         }
+        // A retried registration of the same process: its epoch must not change under it.
+        if self
+            .brokers
+            .get(&r.broker_id)
+            .is_some_and(|b| b.incarnation == r.incarnation)
+        {
+            return Err(Skipped::NoChange(r.broker_id));
+        }
         self.brokers.insert(
             r.broker_id,
             BrokerRegistration {
@@ -243,6 +252,9 @@ impl ClusterMetadata {
         }
         if isr.is_empty() || has_duplicates(isr) || !isr.iter().all(|r| replicas.contains(r)) {
             return bad("the ISR is empty, repeats a broker or is not within the replicas");
+        }
+        if isr.len() > 1 && !isr.iter().all(|r| self.is_unfenced(*r)) {
+            return bad("a fenced broker would share the ISR");
         }
         if let Some(l) = leader {
             if !isr.contains(&l) || !self.is_unfenced(l) {

@@ -114,6 +114,20 @@ fn the_broker_epoch_is_the_registration_offset_and_a_broker_starts_fenced() {
 }
 
 #[test]
+fn a_retried_registration_keeps_the_first_epoch() {
+    let mut log = Log::new();
+    log.ok(register(1, 1));
+    assert_eq!(
+        log.apply(register(1, 1)),
+        Err(Skipped::NoChange(BrokerId(1)))
+    );
+    assert_eq!(
+        log.meta.broker(BrokerId(1)).expect("registered").epoch,
+        BrokerEpoch(1)
+    );
+}
+
+#[test]
 fn offsets_must_grow() {
     let mut log = Log::new();
     log.ok(register(1, 1));

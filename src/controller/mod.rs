@@ -36,6 +36,8 @@ pub mod kraft_config;
 pub mod meta_properties;
 pub mod placement;
 pub mod records;
+#[cfg(test)]
+mod sim_tests;
 pub mod topic_admin;
 
 pub use active_controller::{ActiveController, ControllerConfig};
