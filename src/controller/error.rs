@@ -2,7 +2,7 @@
 
 use crate::protocol::ResponseError;
 
-use super::ids::{BrokerEpoch, BrokerId};
+use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControllerError {
@@ -32,6 +32,26 @@ pub enum ControllerError {
     DuplicateBrokerRegistration(BrokerId),
     #[error("producer ids are exhausted")]
     ProducerIdsExhausted,
+    #[error("topic id {0} does not exist")]
+    UnknownTopicId(uuid::Uuid),
+    #[error("partition {0} does not exist")]
+    UnknownPartition(u32),
+    #[error("broker {0} does not lead the partition")]
+    NotLeader(BrokerId),
+    #[error("leader epoch {given:?} is not the partition's ({current:?})")]
+    FencedLeaderEpoch {
+        given: LeaderEpoch,
+        current: LeaderEpoch,
+    },
+    #[error("partition epoch {given:?} is not the partition's ({current:?})")]
+    InvalidUpdateVersion {
+        given: PartitionEpoch,
+        current: PartitionEpoch,
+    },
+    #[error("the new ISR names broker {0}, which is not an unfenced replica")]
+    IneligibleReplica(BrokerId),
+    #[error("{0}")]
+    InvalidRequest(String),
 }
 
 impl ControllerError {
@@ -54,6 +74,13 @@ impl ControllerError {
             }
             // Kafka has no code for it either (its allocator throws an unknown server error).
             ControllerError::ProducerIdsExhausted => ResponseError::UnknownServerError,
+            ControllerError::UnknownTopicId(_) => ResponseError::UnknownTopicId,
+            ControllerError::UnknownPartition(_) => ResponseError::UnknownTopicOrPartition,
+            ControllerError::NotLeader(_) => ResponseError::NotLeaderOrFollower,
+            ControllerError::FencedLeaderEpoch { .. } => ResponseError::FencedLeaderEpoch,
+            ControllerError::InvalidUpdateVersion { .. } => ResponseError::InvalidUpdateVersion,
+            ControllerError::IneligibleReplica(_) => ResponseError::IneligibleReplica,
+            ControllerError::InvalidRequest(_) => ResponseError::InvalidRequest,
         }
     }
 

@@ -26,6 +26,7 @@
 //!   restarts every broker's session grace period).
 
 pub mod active_controller;
+pub mod alter_partition;
 pub mod broker_lifecycle;
 pub mod cluster_metadata;
 pub mod delta;
@@ -41,6 +42,7 @@ mod sim_tests;
 pub mod topic_admin;
 
 pub use active_controller::{ActiveController, ControllerConfig};
+pub use alter_partition::AlterPartitionRequest;
 pub use broker_lifecycle::{BrokerRegistrationRequest, Heartbeat, HeartbeatReply};
 pub use cluster_metadata::{BrokerRegistration, ClusterMetadata, PartitionState, TopicState};
 pub use delta::MetadataDelta;

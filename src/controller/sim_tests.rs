@@ -12,8 +12,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use uuid::Uuid;
 
+use super::alter_partition::AlterPartitionRequest;
 use super::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
-use super::cluster_metadata::ClusterMetadata;
+use super::cluster_metadata::{ClusterMetadata, PartitionState};
 use super::error::ControllerError;
 use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use super::records::MetadataRecord;
@@ -39,6 +40,8 @@ struct Faults {
     lose_heartbeat: u64,
     crash: u64,
     controller_change: u64,
+    /// A leader asking for an ISR change.
+    alter_isr: u64,
     /// Maximum proposal delay, ms.
     max_delay_ms: u64,
 }
@@ -49,6 +52,7 @@ const FAULTY: Faults = Faults {
     lose_heartbeat: 150,
     crash: 8,
     controller_change: 10,
+    alter_isr: 30,
     max_delay_ms: 1_500,
 };
 
@@ -77,6 +81,7 @@ struct Stats {
     skipped: u64,
     producer_blocks: u64,
     topics: u64,
+    partition_changes: u64,
 }
 
 struct Sim {
@@ -187,6 +192,7 @@ impl Sim {
                             MetadataRecord::FenceBroker(_) => self.stats.fences += 1,
                             MetadataRecord::UnfenceBroker(_) => self.stats.unfences += 1,
                             MetadataRecord::CreateTopic(_) => self.stats.topics += 1,
+                            MetadataRecord::PartitionChange(_) => self.stats.partition_changes += 1,
                             _ => {}
                         }
                         if let Some((owner, block)) = delta.producer_id_block {
@@ -278,6 +284,9 @@ impl Sim {
                     .map(|r| r.epoch);
             }
         }
+        if self.rng.chance(faults.alter_isr) {
+            self.alter_isr(i, faults);
+        }
         if self.now < self.brokers[i].next_heartbeat_at {
             return Ok(());
         }
@@ -323,6 +332,56 @@ impl Sim {
         };
         self.propose(records, faults);
         Ok(())
+    }
+
+    /// A leader (in its own, possibly stale, view) adds or drops one follower of its ISR, as
+    /// the replication layer will when a follower falls behind or catches up.
+    fn alter_isr(&mut self, i: usize, faults: Faults) {
+        let b = &self.brokers[i];
+        let (id, Some(broker_epoch)) = (b.id, b.epoch) else {
+            return;
+        };
+        let led: Vec<(Uuid, usize, PartitionState)> = b
+            .meta
+            .topics()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.leader == Some(id))
+                    .map(|(n, p)| (t.id, n, p.clone()))
+            })
+            .collect();
+        if led.is_empty() {
+            return;
+        }
+        let (topic_id, n, p) = led[self.below(led.len() as u64) as usize].clone();
+        let other = p.replicas[self.below(p.replicas.len() as u64) as usize];
+        if other == id {
+            return;
+        }
+        let mut new_isr = p.isr.clone();
+        if new_isr.contains(&other) {
+            new_isr.retain(|r| *r != other);
+        } else {
+            new_isr.push(other);
+        }
+        let request = AlterPartitionRequest {
+            broker_id: id,
+            broker_epoch,
+            topic_id,
+            partition: n as u32,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            new_isr,
+        };
+        // Refusals (stale epochs, a fenced follower) are answers the leader acts on.
+        if let Ok(records) = self
+            .controller
+            .alter_partition(&self.controller_meta, &request)
+        {
+            self.propose(records, faults);
+        }
     }
 
     fn admin_step(&mut self, faults: Faults) {
@@ -533,6 +592,7 @@ fn controller_simulation_keeps_its_invariants() {
         total.skipped += stats.skipped;
         total.producer_blocks += stats.producer_blocks;
         total.topics += stats.topics;
+        total.partition_changes += stats.partition_changes;
     }
     eprintln!("controller simulation: {total:?}");
     if std::env::var(SEED_VAR).is_err() {
