@@ -33,6 +33,7 @@ pub mod delta;
 pub mod election;
 pub mod error;
 pub mod ids;
+pub mod image;
 pub mod kraft_config;
 pub mod meta_properties;
 pub mod placement;
@@ -48,5 +49,6 @@ pub use cluster_metadata::{BrokerRegistration, ClusterMetadata, PartitionState, 
 pub use delta::MetadataDelta;
 pub use error::ControllerError;
 pub use ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, NodeId, PartitionEpoch};
+pub use image::MetadataImage;
 pub use records::MetadataRecord;
 pub use topic_admin::CreateTopicRequest;

@@ -15,8 +15,10 @@ use uuid::Uuid;
 use super::alter_partition::AlterPartitionRequest;
 use super::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
 use super::cluster_metadata::{ClusterMetadata, PartitionState};
+use super::delta::MetadataDelta;
 use super::error::ControllerError;
 use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
+use super::image::MetadataImage;
 use super::records::MetadataRecord;
 use super::topic_admin::CreateTopicRequest;
 use super::{ActiveController, ControllerConfig};
@@ -104,6 +106,9 @@ struct Sim {
     stats: Stats,
     next_uuid: u128,
     steps: usize,
+    /// A shard's copy, updated by merged deltas every few steps.
+    image: MetadataImage,
+    unpublished: MetadataDelta,
 }
 
 fn config() -> ControllerConfig {
@@ -145,6 +150,8 @@ impl Sim {
             stats: Stats::default(),
             next_uuid: 1_000,
             steps: 0,
+            image: MetadataImage::default(),
+            unpublished: MetadataDelta::default(),
         }
     }
 
@@ -198,6 +205,7 @@ impl Sim {
                         if let Some((owner, block)) = delta.producer_id_block {
                             self.check_block(owner, block.start, block.end)?;
                         }
+                        self.unpublished.merge(delta);
                     }
                     Err(_) => self.stats.skipped += 1,
                 }
@@ -493,6 +501,13 @@ impl Sim {
                         }
                     }
                 }
+            }
+        }
+        if self.rng.chance(300) {
+            let delta = std::mem::take(&mut self.unpublished);
+            self.image.update(&self.committed, &delta);
+            if !self.image.matches(&self.committed) {
+                return Err("the image updated by deltas differs from the metadata".to_string());
             }
         }
         if self.steps % REPLAY_EVERY == 0 {
