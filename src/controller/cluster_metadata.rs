@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::delta::MetadataDelta;
@@ -20,7 +21,7 @@ use super::records::{
 };
 use crate::shard::producer_ids::ProducerIdBlock;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistration {
     pub id: BrokerId,
     /// The offset of the RegisterBroker record.
@@ -33,7 +34,7 @@ pub struct BrokerRegistration {
     pub fenced: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionState {
     /// In assignment order (the election order).
     pub replicas: Vec<BrokerId>,
@@ -45,7 +46,7 @@ pub struct PartitionState {
     pub slot: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicState {
     pub name: String,
     pub id: Uuid,
@@ -83,6 +84,27 @@ pub enum Skipped {
     ProducerIdBlock,
 }
 
+/// Why a snapshot was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidSnapshot {
+    #[error("broker {0} appears twice")]
+    DuplicateBroker(BrokerId),
+    #[error("topic '{0}' appears twice")]
+    DuplicateTopic(String),
+    #[error("{0}")]
+    Partition(Skipped),
+}
+
+/// [`ClusterMetadata`] as plain data (what a Raft snapshot stores; see `snapshot.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataSnapshot {
+    pub applied: Option<MetadataOffset>,
+    pub brokers: Vec<BrokerRegistration>,
+    pub topics: Vec<TopicState>,
+    pub next_slot: usize,
+    pub next_producer_id: i64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterMetadata {
     /// The last offset applied (skipped records included).
@@ -101,6 +123,48 @@ pub struct ClusterMetadata {
 impl ClusterMetadata {
     pub fn new() -> ClusterMetadata {
         ClusterMetadata::default()
+    }
+
+    /// The whole state as plain data, for a snapshot of the log up to `applied_offset`.
+    pub fn to_snapshot(&self) -> MetadataSnapshot {
+        MetadataSnapshot {
+            applied: self.applied,
+            brokers: self.brokers.values().cloned().collect(),
+            topics: self.topics.values().map(|t| TopicState::clone(t)).collect(),
+            next_slot: self.next_slot,
+            next_producer_id: self.next_producer_id,
+        }
+    }
+
+    /// The state a snapshot describes; refused if it breaks the invariants (a snapshot is
+    /// read from disk or a peer, so it is checked as untrusted input).
+    pub fn from_snapshot(snapshot: MetadataSnapshot) -> Result<ClusterMetadata, InvalidSnapshot> {
+        let mut meta = ClusterMetadata {
+            applied: snapshot.applied,
+            brokers: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            topic_ids: BTreeMap::new(),
+            next_slot: snapshot.next_slot,
+            next_producer_id: snapshot.next_producer_id,
+        };
+        for b in snapshot.brokers {
+            if meta.brokers.insert(b.id, b.clone()).is_some() {
+                return Err(InvalidSnapshot::DuplicateBroker(b.id));
+            }
+        }
+        for t in snapshot.topics {
+            if meta.topics.contains_key(&t.id) || meta.topic_ids.contains_key(&t.name) {
+                return Err(InvalidSnapshot::DuplicateTopic(t.name));
+            }
+            for (i, p) in t.partitions.iter().enumerate() {
+                let index = u32::try_from(i).unwrap_or(u32::MAX);
+                meta.check_partition(t.id, index, &p.replicas, &p.isr, p.leader)
+                    .map_err(InvalidSnapshot::Partition)?;
+            }
+            meta.topic_ids.insert(t.name.clone(), t.id);
+            meta.topics.insert(t.id, Arc::new(t));
+        }
+        Ok(meta)
     }
 
     pub fn applied_offset(&self) -> Option<MetadataOffset> {

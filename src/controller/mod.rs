@@ -40,12 +40,15 @@ pub mod placement;
 pub mod records;
 #[cfg(test)]
 mod sim_tests;
+pub mod snapshot;
 pub mod topic_admin;
 
 pub use active_controller::{ActiveController, ControllerConfig};
 pub use alter_partition::AlterPartitionRequest;
 pub use broker_lifecycle::{BrokerRegistrationRequest, Heartbeat, HeartbeatReply};
-pub use cluster_metadata::{BrokerRegistration, ClusterMetadata, PartitionState, TopicState};
+pub use cluster_metadata::{
+    BrokerRegistration, ClusterMetadata, MetadataSnapshot, PartitionState, TopicState,
+};
 pub use delta::MetadataDelta;
 pub use error::ControllerError;
 pub use ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, NodeId, PartitionEpoch};

@@ -20,6 +20,7 @@ use super::error::ControllerError;
 use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use super::image::MetadataImage;
 use super::records::MetadataRecord;
+use super::snapshot::{decode_snapshot, encode_snapshot};
 use super::topic_admin::CreateTopicRequest;
 use super::{ActiveController, ControllerConfig};
 use crate::util::rng::SeededRng;
@@ -264,7 +265,16 @@ impl Sim {
         if !self.brokers[i].up {
             if self.rng.chance(60) {
                 let incarnation = self.uuid();
+                // Half the restarts load a snapshot of the log so far instead of replaying it.
+                let snapshot = self.rng.chance(500).then(|| {
+                    let bytes = encode_snapshot(&self.committed).map_err(|e| e.to_string())?;
+                    decode_snapshot(&bytes).map_err(|e| e.to_string())
+                });
                 let b = &mut self.brokers[i];
+                if let Some(loaded) = snapshot {
+                    b.meta = loaded?;
+                    b.applied = self.log.len();
+                }
                 b.up = true;
                 b.incarnation = incarnation;
                 b.epoch = None;
