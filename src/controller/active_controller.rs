@@ -3,8 +3,8 @@
 //! the metadata itself: its decisions take effect when the log commits them and they are
 //! applied ([`ClusterMetadata::apply`]), on every broker alike.
 //!
-//! Decisions are made on the committed state only, so two made before either commits may
-//! conflict; the records carry the versions they were decided on, and the later one is
+//! Decisions are made on the committed state (within one batch, on it plus the batch's
+//! earlier records), so two made before either commits may conflict; the records carry the versions they were decided on, and the later one is
 //! skipped when applied. To keep from proposing the same thing over and over while it is in
 //! flight, the controller remembers what it proposed, for `retry_ms`.
 //!
@@ -19,7 +19,7 @@ use uuid::Uuid;
 use super::cluster_metadata::{ClusterMetadata, PartitionState, TopicState};
 use super::election::partition_change;
 use super::error::ControllerError;
-use super::ids::{BrokerEpoch, BrokerId, PartitionEpoch};
+use super::ids::{BrokerEpoch, BrokerId, MetadataOffset, PartitionEpoch};
 use super::records::{BrokerFencing, MetadataRecord, PartitionChange, ProducerIdBlockAllocation};
 use crate::shard::producer_ids::BLOCK_SIZE;
 
@@ -130,11 +130,20 @@ impl ActiveController {
             .filter(|b| !b.fenced && self.session_expired(b.id, now_ms))
             .map(|b| (b.id, b.epoch))
             .collect();
+        // Each decision sees the ones before it in this batch (applied to a scratch copy),
+        // so fencing two brokers that share an ISR does not make the second change stale.
+        let mut scratch = meta.clone();
+        let mut next = meta.applied_offset().map_or(1, |o| o.0 + 1);
         let mut records = Vec::new();
         for (id, epoch) in expired {
-            records.extend(self.fence_records(meta, id, epoch, now_ms));
+            let batch = self.fence_records(&scratch, id, epoch, now_ms);
+            for r in &batch {
+                let _ = scratch.apply(MetadataOffset(next), r);
+                next += 1;
+            }
+            records.extend(batch);
         }
-        records.extend(self.elect_leaderless(meta, None, now_ms));
+        records.extend(self.elect_leaderless(&scratch, None, now_ms));
         records
     }
 

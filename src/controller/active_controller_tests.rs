@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat, HeartbeatReply};
-use crate::controller::ids::{LeaderEpoch, MetadataOffset};
+use crate::controller::ids::LeaderEpoch;
 use crate::controller::topic_admin::CreateTopicRequest;
 
 const SESSION: u64 = 9_000;
@@ -218,6 +218,24 @@ fn a_silent_broker_is_fenced_after_the_session_and_its_partitions_move() {
     assert_eq!(p0.leader_epoch, LeaderEpoch(1));
     // Partition 1 (replicas 2, 3, 1) kept its leader and its leader epoch.
     assert_eq!(c.partition("t", 1).leader_epoch, LeaderEpoch(0));
+}
+
+#[test]
+fn brokers_that_go_silent_together_are_fenced_in_one_tick() {
+    let mut c = Cluster::new();
+    for id in 1..=3 {
+        c.join(id, None);
+    }
+    c.create("t", 3, 3).expect("created");
+    c.run(SESSION + 1000, &[3]);
+    assert!(!c.meta.is_unfenced(BrokerId(1)) && !c.meta.is_unfenced(BrokerId(2)));
+    for p in 0..3 {
+        let part = c.partition("t", p);
+        assert_eq!(
+            (part.leader, part.isr.clone()),
+            (Some(BrokerId(3)), ids(&[3]))
+        );
+    }
 }
 
 #[test]
