@@ -28,6 +28,7 @@
 pub mod active_controller;
 pub mod alter_partition;
 pub mod broker_lifecycle;
+pub mod client_view;
 pub mod cluster_metadata;
 pub mod delta;
 pub mod election;
