@@ -1,11 +1,12 @@
 //! A seeded simulation of the controller over a model metadata log: brokers register,
-//! heartbeat (some heartbeats are lost), crash and restart; proposals are dropped, delayed,
+//! heartbeat (some heartbeats are lost), crash and restart, pause (SIGSTOP) and resume; proposals are dropped, delayed,
 //! duplicated and reordered; the active controller changes (a new one starts with a lagging
 //! view and a fresh grace period, and some of its predecessor's proposals still commit).
 //! Invariants are checked after every step, and at the end, after healing, every partition
 //! must have a leader and every broker must be unfenced and caught up.
 //!
 //! A failing seed prints itself; replay it alone with RINGBROKER_CONTROLLER_SIM_SEED=<seed>.
+//! RINGBROKER_CONTROLLER_SIM_SEEDS=<n> runs seeds 0..n instead of the default 150.
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -32,6 +33,8 @@ const BROKERS: i32 = 4;
 const SESSION_MS: u64 = 3_000;
 const HEARTBEAT_MS: u64 = 700;
 const SEED_VAR: &str = "RINGBROKER_CONTROLLER_SIM_SEED";
+/// How many seeds (from 0) to run instead of [`SEEDS`], for a longer search.
+const SEEDS_VAR: &str = "RINGBROKER_CONTROLLER_SIM_SEEDS";
 /// Replaying the log for every broker view costs O(log) per broker: every few steps only.
 const REPLAY_EVERY: usize = 25;
 
@@ -42,6 +45,7 @@ struct Faults {
     duplicate_proposal: u64,
     lose_heartbeat: u64,
     crash: u64,
+    pause: u64,
     controller_change: u64,
     /// A leader asking for an ISR change.
     alter_isr: u64,
@@ -54,6 +58,7 @@ const FAULTY: Faults = Faults {
     duplicate_proposal: 50,
     lose_heartbeat: 150,
     crash: 8,
+    pause: 5,
     controller_change: 10,
     alter_isr: 30,
     max_delay_ms: 1_500,
@@ -73,6 +78,8 @@ struct Broker {
     meta: ClusterMetadata,
     applied: usize,
     next_heartbeat_at: u64,
+    /// Paused (SIGSTOP) until then: no heartbeats, no applying, memory kept.
+    paused_until: u64,
 }
 
 /// What was seen across the run, to show the faults were exercised.
@@ -133,6 +140,7 @@ impl Sim {
                 meta: ClusterMetadata::new(),
                 applied: 0,
                 next_heartbeat_at: 0,
+                paused_until: 0,
             })
             .collect();
         Sim {
@@ -280,6 +288,16 @@ impl Sim {
                 b.epoch = None;
                 b.next_heartbeat_at = self.now;
             }
+            return Ok(());
+        }
+        if self.now < self.brokers[i].paused_until {
+            return Ok(());
+        }
+        if self.rng.chance(faults.pause) {
+            // Long enough, sometimes, to outlive the session: it wakes up fenced, with a
+            // stale view, and its ISR requests must be refused.
+            let pause = 1_000 + self.below(2 * SESSION_MS);
+            self.brokers[i].paused_until = self.now + pause;
             return Ok(());
         }
         if self.rng.chance(faults.crash) {
@@ -601,7 +619,13 @@ fn run(seed: u64) -> Result<Stats, String> {
 fn controller_simulation_keeps_its_invariants() {
     let seeds: Vec<u64> = match std::env::var(SEED_VAR) {
         Ok(s) => vec![s.trim().parse().expect("the seed is a number")],
-        Err(_) => (0..SEEDS).collect(),
+        Err(_) => {
+            let count = std::env::var(SEEDS_VAR)
+                .ok()
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(SEEDS);
+            (0..count).collect()
+        }
     };
     let mut total = Stats::default();
     for seed in seeds {
