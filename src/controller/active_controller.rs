@@ -130,8 +130,12 @@ impl ActiveController {
             .filter(|b| !b.fenced && self.session_expired(b.id, now_ms))
             .map(|b| (b.id, b.epoch))
             .collect();
-        // Each decision sees the ones before it in this batch (applied to a scratch copy),
-        // so fencing two brokers that share an ISR does not make the second change stale.
+        if expired.is_empty() {
+            return self.elect_leaderless(meta, None, now_ms);
+        }
+        // Each decision sees the ones before it in this batch (applied to a scratch copy;
+        // topics are shared until changed), so fencing two brokers that share an ISR does
+        // not make the second one's changes stale.
         let mut scratch = meta.clone();
         let mut next = meta.applied_offset().map_or(1, |o| o.0 + 1);
         let mut records = Vec::new();
