@@ -2,8 +2,13 @@
 //! heartbeat (some heartbeats are lost), crash and restart, pause (SIGSTOP) and resume; proposals are dropped, delayed,
 //! duplicated and reordered; the active controller changes (a new one starts with a lagging
 //! view and a fresh grace period, and some of its predecessor's proposals still commit).
-//! Invariants are checked after every step, and at the end, after healing, every partition
-//! must have a leader and every broker must be unfenced and caught up.
+//! Checked after every step, on the committed metadata: ISR non-empty and within the
+//! replicas; a leader is an unfenced ISR member or there is none; a fenced broker shares no
+//! ISR; leader and partition epochs never go back, and each leader epoch has one leader;
+//! broker epochs never go back; producer-id blocks never overlap; an image fed only deltas
+//! equals the metadata (at random steps); every broker's metadata equals the log's first
+//! `applied` records replayed (every few steps). At the end, after healing, every partition
+//! must have a leader and every broker must be unfenced.
 //!
 //! A failing seed prints itself; replay it alone with RINGBROKER_CONTROLLER_SIM_SEED=<seed>.
 //! RINGBROKER_CONTROLLER_SIM_SEEDS=<n> runs seeds 0..n instead of the default 150.
@@ -110,6 +115,8 @@ struct Sim {
     /// Per (topic, partition): the last state seen, for the monotonicity checks.
     last_seen: BTreeMap<(Uuid, usize), (Option<BrokerId>, LeaderEpoch, PartitionEpoch)>,
     last_broker_epoch: BTreeMap<BrokerId, BrokerEpoch>,
+    /// Per (topic, partition, leader epoch): the one leader (or none) it ever had.
+    leader_of_epoch: BTreeMap<(Uuid, usize, LeaderEpoch), Option<BrokerId>>,
     producer_blocks: Vec<(BrokerId, i64, i64)>,
     stats: Stats,
     next_uuid: u128,
@@ -155,6 +162,7 @@ impl Sim {
             brokers,
             last_seen: BTreeMap::new(),
             last_broker_epoch: BTreeMap::new(),
+            leader_of_epoch: BTreeMap::new(),
             producer_blocks: Vec::new(),
             stats: Stats::default(),
             next_uuid: 1_000,
@@ -516,6 +524,13 @@ impl Sim {
                     if !meta.is_unfenced(*r) && p.isr.len() > 1 {
                         return Err(format!("{at}: fenced {r} shares the ISR"));
                     }
+                }
+                let first = *self
+                    .leader_of_epoch
+                    .entry((t.id, i, p.leader_epoch))
+                    .or_insert(p.leader);
+                if first != p.leader {
+                    return Err(format!("{at}: leader epoch had leader {first:?} before"));
                 }
                 let now = (p.leader, p.leader_epoch, p.partition_epoch);
                 if let Some((leader, le, pe)) = self.last_seen.insert((t.id, i), now) {
