@@ -7,6 +7,7 @@
 //! - [`metrics`]: per-shard latency and request metrics, the Prometheus endpoint
 //! - [`logging`]: the log subscriber (text or JSON); [`health`]: slow-fsync and low-disk warnings
 //! - [`tune`]: `ringbroker tune`, checks and adjusts the Linux settings the broker depends on
+//! - [`controller`]: the cluster controller's pure state machine (metadata records, election)
 //! - [`cli`]: the admin and client commands (topic, group, produce, consume)
 pub mod alloc_guard;
 pub mod bench;
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod config_listing;
+pub mod controller;
 pub mod group;
 pub mod health;
 pub mod idempotence;

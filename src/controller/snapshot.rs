@@ -1,0 +1,121 @@
+//! The bytes of a metadata snapshot: [`MetadataSnapshot`] as JSON in a versioned envelope,
+//! like the records. A snapshot at offset N replaces the log up to N, so the log does not
+//! grow forever and a new or restarted broker loads it instead of replaying everything.
+
+use serde::{Deserialize, Serialize};
+
+use super::cluster_metadata::{ClusterMetadata, InvalidSnapshot, MetadataSnapshot};
+
+/// The envelope version written by [`encode_snapshot`]; [`decode_snapshot`] refuses others.
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
+
+#[derive(Serialize)]
+struct EnvelopeRef<'a> {
+    version: u16,
+    snapshot: &'a MetadataSnapshot,
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    version: u16,
+    snapshot: serde_json::Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("metadata snapshot is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("metadata snapshot format version {0} is not supported (this build reads {SNAPSHOT_FORMAT_VERSION})")]
+    Version(u16),
+    #[error("metadata snapshot breaks an invariant: {0}")]
+    Invalid(#[from] InvalidSnapshot),
+}
+
+pub fn encode_snapshot(meta: &ClusterMetadata) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&EnvelopeRef {
+        version: SNAPSHOT_FORMAT_VERSION,
+        snapshot: &meta.to_snapshot(),
+    })
+}
+
+pub fn decode_snapshot(bytes: &[u8]) -> Result<ClusterMetadata, SnapshotError> {
+    let envelope: Envelope = serde_json::from_slice(bytes)?;
+    if envelope.version != SNAPSHOT_FORMAT_VERSION {
+        return Err(SnapshotError::Version(envelope.version));
+    }
+    let snapshot: MetadataSnapshot = serde_json::from_value(envelope.snapshot)?;
+    Ok(ClusterMetadata::from_snapshot(snapshot)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
+    use crate::controller::records::{CreateTopic, MetadataRecord, NewPartition, RegisterBroker};
+    use crate::controller::{MetadataOffset, PartitionState, TopicState};
+    use std::collections::BTreeMap;
+    use uuid::Uuid;
+
+    fn sample() -> ClusterMetadata {
+        let mut meta = ClusterMetadata::new();
+        let records = [
+            MetadataRecord::RegisterBroker(RegisterBroker {
+                broker_id: BrokerId(1),
+                incarnation: Uuid::from_u128(1),
+                endpoints: Vec::new(),
+                rack: Some("r".to_string()),
+            }),
+            MetadataRecord::CreateTopic(CreateTopic {
+                name: "t".to_string(),
+                topic_id: Uuid::from_u128(9),
+                partitions: vec![NewPartition {
+                    replicas: vec![BrokerId(1)],
+                    isr: vec![BrokerId(1)],
+                    leader: None,
+                    slot: 3,
+                }],
+                configs: BTreeMap::from([("retention.ms".to_string(), "5".to_string())]),
+            }),
+        ];
+        for (i, r) in records.iter().enumerate() {
+            meta.apply(MetadataOffset(i as u64 + 1), r)
+                .expect("applies");
+        }
+        meta
+    }
+
+    #[test]
+    fn a_snapshot_restores_the_same_metadata() {
+        let meta = sample();
+        let bytes = encode_snapshot(&meta).expect("encodes");
+        assert_eq!(decode_snapshot(&bytes).expect("decodes"), meta);
+    }
+
+    #[test]
+    fn a_snapshot_that_breaks_an_invariant_is_refused() {
+        let mut snapshot = sample().to_snapshot();
+        snapshot.topics.push(TopicState {
+            name: "bad".to_string(),
+            id: Uuid::from_u128(10),
+            partitions: vec![PartitionState {
+                replicas: vec![BrokerId(1)],
+                isr: vec![BrokerId(2)],
+                leader: None,
+                leader_epoch: LeaderEpoch(0),
+                partition_epoch: PartitionEpoch(0),
+                slot: 0,
+            }],
+            configs: BTreeMap::new(),
+        });
+        assert!(ClusterMetadata::from_snapshot(snapshot.clone()).is_err());
+        snapshot.topics.pop();
+        snapshot.topics.push(snapshot.topics[0].clone());
+        assert!(ClusterMetadata::from_snapshot(snapshot).is_err());
+        let wrong_version = br#"{"version":7,"snapshot":{}}"#;
+        assert!(matches!(
+            decode_snapshot(wrong_version),
+            Err(SnapshotError::Version(7))
+        ));
+        assert!(decode_snapshot(b"{").is_err());
+    }
+}
