@@ -89,7 +89,7 @@ struct Args {
     #[arg(long, default_value = "0", value_parser = parse_size)]
     write_behind: u64,
     /// How segment files are written (`ringbroker.log.io`).
-    #[arg(long, value_enum, default_value_t = IoMode::Direct)]
+    #[arg(long, value_enum, default_value_t = IoMode::Buffered)]
     io: IoMode,
 }
 

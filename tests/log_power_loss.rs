@@ -19,7 +19,7 @@ use std::time::Duration;
 use common::{opts, seq_batch, verify_log, XorShift};
 use ringbroker::log::{Log, LogConfig};
 use ringbroker::runtime::fault::{FaultScope, PowerLoss};
-use ringbroker::runtime::{block_on, now_ms, sleep, spawn};
+use ringbroker::runtime::{block_on, now_ms, sleep, spawn, FileIo};
 
 const ROUNDS: u32 = 5;
 const APPENDERS: u64 = 3;
@@ -141,9 +141,16 @@ fn run_seed(seed: u64) {
     let dir = tmp.path().join("topic-0");
     let mut rng = XorShift::new(seed);
     let segment_bytes = [2048u64, 8192, 65536, 1 << 20][rng.range(0, 4) as usize];
+    // Both ways of writing segments (`ringbroker.log.io`), by seed.
+    let io = if seed % 2 == 0 {
+        FileIo::Direct
+    } else {
+        FileIo::Buffered
+    };
     let config = LogConfig {
         segment_bytes,
         index_interval_bytes: 512,
+        io,
         ..LogConfig::default()
     };
     let mut durable_end = 0;
@@ -161,7 +168,7 @@ fn run_seed(seed: u64) {
         let (end, opened_at) = match outcome {
             Ok(v) => v,
             Err(e) => panic!(
-                "seed {seed} (segment.bytes {segment_bytes}), round {r} after {history:?}: {e}\nreplay: RINGBROKER_POWER_LOSS_SEED={seed} cargo test --test log_power_loss"
+                "seed {seed} (segment.bytes {segment_bytes}, {io:?}), round {r} after {history:?}: {e}\nreplay: RINGBROKER_POWER_LOSS_SEED={seed} cargo test --test log_power_loss"
             ),
         };
         durable_end = end;

@@ -39,8 +39,8 @@ fn a_preallocated_segment_has_its_blocks_and_its_data_size() {
             .await
             .expect("append");
         let meta = std::fs::metadata(dir.join(format!("{:020}.log", 0))).expect("segment");
-        // The data's size, padded to one 4 KiB block while the segment is written with
-        // O_DIRECT (the default `ringbroker.log.io`); a close cuts the padding.
+        // The data's size (with `ringbroker.log.io=direct`, padded to one 4 KiB block while
+        // the segment is written; a close cuts the padding).
         assert!(meta.len() <= 4096, "the size is the data's: {}", meta.len());
         assert!(
             meta.blocks() * 512 >= 4 << 20,

@@ -120,7 +120,7 @@ impl Default for LogConfig {
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
             message_downconversion_enable: true,
-            io: FileIo::Direct,
+            io: FileIo::Buffered,
         }
     }
 }

@@ -35,8 +35,9 @@ enum Inner {
 /// A file read and written through io_uring, buffered or direct ([`FileIo`]).
 ///
 /// Indexes, checkpoints and snapshots are small and rewritten: they stay buffered. Segment
-/// files may be direct (`ringbroker.log.io`): they are written once, sequentially, in large
-/// aligned writes, and the page-cache copy was most of the broker's CPU per produced byte.
+/// files may be direct (`ringbroker.log.io=direct`): they are written once, sequentially, in
+/// large aligned writes, and the page-cache copy was up to half of the broker's CPU per
+/// produced byte on our VMs (issue 13's profile).
 pub struct File {
     inner: Inner,
     /// Set when a fault scope covered the path at open.
