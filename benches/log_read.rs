@@ -6,6 +6,9 @@
 //! - `log_read/random_offset_1B`: `read(offset, 1, None)` at random offsets of a log of
 //!   ~400k batches of 100 bytes in several 8 MiB segments: segment search, sparse index lookup,
 //!   the forward scan and the file read, i.e. the latency of a fetch that lands anywhere.
+//! - `log_read/tail_1MiB/{direct,buffered}`: consumer-style 1 MiB reads cycling over the last
+//!   16 MiB of a 32 MiB log just written: with `ringbroker.log.io=direct` they are served by
+//!   the tail cache (one copy out of the written buffers), with `buffered` by the page cache.
 //! - `offset_index/lookup_250k`: `OffsetIndex::lookup` alone, in memory, on 250k entries
 //!   (a 1 GiB segment at the default 4 KiB index interval), at random targets.
 //!
@@ -20,7 +23,7 @@ use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throug
 use ringbroker::log::offset_index::OffsetIndex;
 use ringbroker::log::{AppendOptions, Log, LogConfig};
 use ringbroker::protocol::record_batch::BatchHeader;
-use ringbroker::runtime;
+use ringbroker::runtime::{self, FileIo};
 use ringbroker::util::rng::SeededRng;
 
 mod support;
@@ -122,6 +125,59 @@ fn sequential_driver() -> Driver {
     })
 }
 
+/// Tail reads: 32 MiB of 16 KiB batches; reads cycle over the last 16 MiB.
+const TAIL_LOG_BYTES: usize = 32 * MIB;
+const TAIL_READ_SPAN: usize = 16 * MIB;
+
+fn tail_driver(io: FileIo) -> Driver {
+    let root = bench_root();
+    Driver::start("tail", move |requests, replies| async move {
+        let dir = tempfile::tempdir_in(&root).expect("creating the log directory");
+        let config = LogConfig {
+            io,
+            ..LogConfig::default()
+        };
+        let log = Log::open(dir.path(), config)
+            .await
+            .expect("opening the log");
+        let batch = batch_of_exact_size(SEQ_BATCH);
+        fill(
+            &log,
+            &batch,
+            TAIL_LOG_BYTES / SEQ_BATCH,
+            SEQ_CHUNK / SEQ_BATCH,
+        )
+        .await;
+        let end = log.offsets().log_end_offset;
+        let first = end - (TAIL_READ_SPAN / SEQ_BATCH) as i64;
+        let next = std::rc::Rc::new(std::cell::Cell::new(first));
+        let run = |iters: u64| {
+            let log = log.clone();
+            let next = next.clone();
+            async move {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let result = log.read(next.get(), SEQ_CHUNK, None).await.expect("read");
+                    assert_eq!(result.records.len(), SEQ_CHUNK, "a whole 1 MiB chunk");
+                    let after = next_offset_after(&result.records);
+                    next.set(if after >= end { first } else { after });
+                    black_box(result);
+                }
+                start.elapsed()
+            }
+        };
+        run((TAIL_READ_SPAN / SEQ_CHUNK) as u64).await;
+        serve(requests, replies, run, || async {}).await;
+        if io == FileIo::Direct {
+            let stats = log.tail_cache_stats();
+            assert!(stats.hits > 0 && stats.misses == 0, "tail cache: {stats:?}");
+        }
+        log.close().await.expect("closing the log");
+        drop(log);
+        dir.close().expect("removing the log directory");
+    })
+}
+
 fn random_driver() -> Driver {
     let root = bench_root();
     Driver::start("random", move |requests, replies| async move {
@@ -181,6 +237,15 @@ fn bench_log_read(c: &mut Criterion) {
         b.iter_custom(|iters| driver.measure(iters))
     });
     drop(driver);
+
+    group.throughput(Throughput::Bytes(SEQ_CHUNK as u64));
+    for (name, io) in [("direct", FileIo::Direct), ("buffered", FileIo::Buffered)] {
+        let driver = tail_driver(io);
+        group.bench_function(format!("tail_1MiB/{name}"), |b| {
+            b.iter_custom(|iters| driver.measure(iters))
+        });
+        drop(driver);
+    }
 
     let driver = random_driver();
     group.throughput(Throughput::Elements(1));
