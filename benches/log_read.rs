@@ -83,55 +83,15 @@ fn next_offset_after(records: &[u8]) -> i64 {
     next
 }
 
-fn sequential_driver() -> Driver {
-    let root = bench_root();
-    Driver::start("sequential", move |requests, replies| async move {
-        let dir = tempfile::tempdir_in(&root).expect("creating the log directory");
-        let log = Log::open(dir.path(), LogConfig::default())
-            .await
-            .expect("opening the log");
-        let batch = batch_of_exact_size(SEQ_BATCH);
-        fill(
-            &log,
-            &batch,
-            SEQ_LOG_BYTES / SEQ_BATCH,
-            SEQ_CHUNK / SEQ_BATCH,
-        )
-        .await;
-        let end = log.offsets().log_end_offset;
-        let next = std::rc::Rc::new(std::cell::Cell::new(0i64));
-        let run = |iters: u64| {
-            let log = log.clone();
-            let next = next.clone();
-            async move {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let result = log.read(next.get(), SEQ_CHUNK, None).await.expect("read");
-                    assert_eq!(result.records.len(), SEQ_CHUNK, "a whole 1 MiB chunk");
-                    let after = next_offset_after(&result.records);
-                    next.set(if after >= end { 0 } else { after });
-                    black_box(result);
-                }
-                start.elapsed()
-            }
-        };
-        // Warm the page cache: one pass over the whole log before measuring.
-        let warm_iters = (SEQ_LOG_BYTES / SEQ_CHUNK) as u64;
-        run(warm_iters).await;
-        serve(requests, replies, run, || async {}).await;
-        log.close().await.expect("closing the log");
-        drop(log);
-        dir.close().expect("removing the log directory");
-    })
-}
-
 /// Tail reads: 32 MiB of 16 KiB batches; reads cycle over the last 16 MiB.
 const TAIL_LOG_BYTES: usize = 32 * MIB;
 const TAIL_READ_SPAN: usize = 16 * MIB;
 
-fn tail_driver(io: FileIo) -> Driver {
+/// A log of `log_bytes` of 16 KiB batches written as `io` says, read 1 MiB at a time over its
+/// last `read_span` bytes, cycling; one untimed pass first (the page cache warm).
+fn chunk_reader_driver(io: FileIo, log_bytes: usize, read_span: usize) -> Driver {
     let root = bench_root();
-    Driver::start("tail", move |requests, replies| async move {
+    Driver::start("chunks", move |requests, replies| async move {
         let dir = tempfile::tempdir_in(&root).expect("creating the log directory");
         let config = LogConfig {
             io,
@@ -141,15 +101,9 @@ fn tail_driver(io: FileIo) -> Driver {
             .await
             .expect("opening the log");
         let batch = batch_of_exact_size(SEQ_BATCH);
-        fill(
-            &log,
-            &batch,
-            TAIL_LOG_BYTES / SEQ_BATCH,
-            SEQ_CHUNK / SEQ_BATCH,
-        )
-        .await;
+        fill(&log, &batch, log_bytes / SEQ_BATCH, SEQ_CHUNK / SEQ_BATCH).await;
         let end = log.offsets().log_end_offset;
-        let first = end - (TAIL_READ_SPAN / SEQ_BATCH) as i64;
+        let first = end - (read_span / SEQ_BATCH) as i64;
         let next = std::rc::Rc::new(std::cell::Cell::new(first));
         let run = |iters: u64| {
             let log = log.clone();
@@ -166,7 +120,7 @@ fn tail_driver(io: FileIo) -> Driver {
                 start.elapsed()
             }
         };
-        run((TAIL_READ_SPAN / SEQ_CHUNK) as u64).await;
+        run((read_span / SEQ_CHUNK) as u64).await;
         serve(requests, replies, run, || async {}).await;
         if io == FileIo::Direct {
             let stats = log.tail_cache_stats();
@@ -231,7 +185,7 @@ fn bench_log_read(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2));
 
-    let driver = sequential_driver();
+    let driver = chunk_reader_driver(FileIo::Buffered, SEQ_LOG_BYTES, SEQ_LOG_BYTES);
     group.throughput(Throughput::Bytes(SEQ_CHUNK as u64));
     group.bench_function("sequential_1MiB", |b| {
         b.iter_custom(|iters| driver.measure(iters))
@@ -240,7 +194,7 @@ fn bench_log_read(c: &mut Criterion) {
 
     group.throughput(Throughput::Bytes(SEQ_CHUNK as u64));
     for (name, io) in [("direct", FileIo::Direct), ("buffered", FileIo::Buffered)] {
-        let driver = tail_driver(io);
+        let driver = chunk_reader_driver(io, TAIL_LOG_BYTES, TAIL_READ_SPAN);
         group.bench_function(format!("tail_1MiB/{name}"), |b| {
             b.iter_custom(|iters| driver.measure(iters))
         });

@@ -199,19 +199,12 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
     }
     let writes = std::mem::take(&mut st.pending);
     let waiters = std::mem::take(&mut st.waiters);
-    // The staged tails move on with the writes taken: the next staged write repeats them.
-    let mut tails: Vec<(i64, Vec<u8>)> = Vec::new();
+    // The staged tails move on with the writes taken (in log order, so a segment's last write
+    // sets it): the next staged write repeats them.
     for w in &writes {
-        let tail = w.data.tail_block(w.position).to_vec();
-        match tails.last_mut() {
-            Some((base, t)) if *base == w.segment_base => *t = tail,
-            _ => tails.push((w.segment_base, tail)),
-        }
-    }
-    for (base, tail) in &tails {
-        if let Some(seg) = st.segment_mut(*base) {
+        if let Some(seg) = st.segment_mut(w.segment_base) {
             if seg.io == runtime::FileIo::Direct {
-                seg.tail = tail.clone();
+                seg.tail = w.data.tail_block(w.position).to_vec();
             }
         }
     }
@@ -364,16 +357,13 @@ async fn execute(
                 .await
                 .map_err(err("writing a time index"))?;
         }
-        if seg.seal && files.log.io() == runtime::FileIo::Direct {
-            // Direct writes pad the file to the alignment; a sealed segment ends at its data,
-            // as a buffered one does (recovery trusts a synced segment's size).
+        if seg.seal {
+            // Recovery trusts a synced segment's size: it must end at its data.
             files
                 .log
-                .truncate(seg.mark.size)
+                .cut_padding(seg.mark.size)
                 .await
                 .map_err(err("cutting a sealed segment's padding"))?;
-        }
-        if seg.seal {
             fsyncs += 3;
             timed_fdatasync(&files.log, dir)
                 .await

@@ -645,14 +645,11 @@ impl Log {
                 .collect()
         };
         for (files, index, time, size) in to_sync {
-            if files.log.io() == runtime::FileIo::Direct {
-                // Direct writes pad the file to the alignment: cut it back to the data.
-                files
-                    .log
-                    .truncate(size)
-                    .await
-                    .map_err(io("cutting a segment's padding"))?;
-            }
+            files
+                .log
+                .cut_padding(size)
+                .await
+                .map_err(io("cutting a segment's padding"))?;
             if let Some((pos, bytes)) = index {
                 files
                     .index

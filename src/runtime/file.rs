@@ -124,12 +124,7 @@ impl File {
                 if let (Some(t), Some(copy)) = (&self.tracked, copy) {
                     fault::after_write(t, pos, &copy[..written.min(copy.len())]);
                 }
-                if written < padded {
-                    return Err(io::Error::new(
-                        io::ErrorKind::StorageFull,
-                        format!("short write: {written} of {padded} bytes at position {pos}"),
-                    ));
-                }
+                check_written(written, padded, pos)?;
                 Ok(done)
             }
             (Staged::Aligned { buf, len }, Inner::Buffered(_)) => self
@@ -167,13 +162,7 @@ impl File {
         if let (Some(t), Some(copy)) = (&self.tracked, copy) {
             fault::after_write(t, pos, &copy[..written.min(copy.len())]);
         }
-        if written < len {
-            return Err(io::Error::new(
-                io::ErrorKind::StorageFull,
-                format!("short write: {written} of {len} bytes at position {pos}"),
-            ));
-        }
-        Ok(())
+        check_written(written, len, pos)
     }
 
     /// Reads up to `len` bytes at `pos`; fewer at the end of the file.
@@ -253,6 +242,15 @@ impl File {
         Ok(())
     }
 
+    /// Cuts what direct writes padded past `size`, the data's end (a no-op for buffered files,
+    /// which are never padded): a sealed or closed segment ends at its data.
+    pub async fn cut_padding(&self, size: u64) -> io::Result<()> {
+        match self.io() {
+            FileIo::Direct => self.truncate(size).await,
+            FileIo::Buffered => Ok(()),
+        }
+    }
+
     pub async fn truncate(&self, size: u64) -> io::Result<()> {
         if let Some(t) = &self.tracked {
             fault::before(t, FileOp::Truncate)?;
@@ -284,6 +282,18 @@ impl File {
         }
         Ok(())
     }
+}
+
+/// A write that wrote less than asked (the device ran out of space part way) is an error of
+/// kind `StorageFull`: the caller truncates back to what it knows is valid.
+fn check_written(written: usize, len: usize, pos: u64) -> io::Result<()> {
+    if written < len {
+        return Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!("short write: {written} of {len} bytes at position {pos}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Removes a file; a file that is already gone is not an error.
