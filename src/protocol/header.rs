@@ -1,7 +1,7 @@
 //! Request and response headers, parsed by hand so that any API key (known or not) yields its
 //! correlation id without panicking, and the body is left as bytes for the handler.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use kafka_protocol::messages::ApiKey;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -107,22 +107,10 @@ fn skip_tagged_fields(buf: &mut Bytes) -> Result<(), HeaderError> {
     Ok(())
 }
 
-/// Frames a response: size, correlation id, (tagged fields for header v1), body.
-pub fn frame_response(correlation_id: i32, header_version: i16, body: &[u8]) -> Bytes {
-    let header_len = if header_version >= 1 { 5 } else { 4 };
-    let mut out = BytesMut::with_capacity(4 + header_len + body.len());
-    out.put_i32((header_len + body.len()) as i32);
-    out.put_i32(correlation_id);
-    if header_version >= 1 {
-        out.put_u8(0);
-    }
-    out.put_slice(body);
-    out.freeze()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::{BufMut, BytesMut};
 
     #[test]
     fn parses_v1_and_v2_headers() {
@@ -167,13 +155,5 @@ mod tests {
             RequestFrame::parse(f.freeze()).unwrap_err(),
             HeaderError::Truncated
         );
-    }
-
-    #[test]
-    fn response_framing() {
-        let r = frame_response(9, 0, b"abc");
-        assert_eq!(&r[..], &[0, 0, 0, 7, 0, 0, 0, 9, b'a', b'b', b'c']);
-        let r = frame_response(9, 1, b"");
-        assert_eq!(&r[..], &[0, 0, 0, 5, 0, 0, 0, 9, 0]);
     }
 }

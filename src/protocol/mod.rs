@@ -17,6 +17,8 @@ pub mod legacy_fetch;
 pub mod legacy_offsets;
 pub mod legacy_produce;
 pub mod record_batch;
+pub mod response_frame;
+pub mod sharing_buf;
 pub(crate) mod varint;
 pub mod wire;
 

@@ -17,6 +17,7 @@ mod buffer_pool;
 pub mod fault;
 mod file;
 pub mod stall;
+pub mod stream_halves;
 pub mod write_buffer;
 
 pub use file::{remove_file, rename, sync_dir, File, FileIo};

@@ -16,10 +16,12 @@ use futures_lite::{AsyncRead, AsyncWriteExt};
 
 use super::connection_timeouts::{within, Activity, ReadError, Timeouts};
 use super::handlers::{self, HandlerError};
+use super::response_writer::write_frame;
 use crate::metrics::registry::{self as metrics, RequestDone, Stage};
 use crate::protocol::frame::{read_frame_body, read_frame_head_rest, read_frame_start, FrameError};
 use crate::protocol::header::RequestFrame;
 use crate::protocol::messages::ApiKey;
+use crate::protocol::response_frame::ResponseFrame;
 use crate::runtime::{self, Task, TcpStream};
 use crate::shard::Shard;
 use crate::util::local_oneshot;
@@ -79,7 +81,7 @@ impl ByteBudget {
 
 /// A request's task, its frame size, API key and version, and when its frame was read.
 type Pending = (
-    Task<Result<Option<Bytes>, HandlerError>>,
+    Task<Result<Option<ResponseFrame>, HandlerError>>,
     usize,
     i16,
     i16,
@@ -156,7 +158,7 @@ pub async fn serve(
     shutdown: Rc<ShutdownSignal>,
 ) {
     metrics::connection_accepted();
-    let (mut reader, mut writer) = futures_lite::io::split(stream);
+    let (mut reader, mut writer) = runtime::stream_halves::split(stream);
     // Shared with every request task (group members record it as their client host).
     let request_peer: Rc<str> = Rc::from(peer.as_str());
     let budget = Rc::new(ByteBudget::new(shard.config.connection_max_inflight_bytes));
@@ -184,14 +186,14 @@ pub async fn serve(
                 failed: false,
             };
             match outcome {
-                Ok(Some(bytes)) => {
+                Ok(Some(frame)) => {
                     let write_started = Instant::now();
-                    let written = writer.write_all(&bytes).await;
+                    let written = write_frame(&mut writer, &frame).await;
                     // One clock read for both: each costs tens of ns on some VMs.
                     let write_done = Instant::now();
                     metrics::record_stage(Stage::Write, write_done - write_started);
                     writer_activity.finished(write_done);
-                    done.bytes_out = bytes.len();
+                    done.bytes_out = frame.len();
                     done.failed = written.is_err();
                     done.elapsed = write_done - read_at;
                     metrics::record_request(done);

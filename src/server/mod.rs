@@ -13,6 +13,7 @@ mod connection_timeouts;
 pub mod handlers;
 mod housekeeping;
 mod refusal_log;
+mod response_writer;
 mod startup_log;
 
 use std::net::SocketAddr;

@@ -22,11 +22,12 @@ use crate::protocol::messages::fetch_response::{
 use crate::protocol::messages::BrokerId;
 use bytes::Bytes;
 
-use super::{storage_error_for_version, HandlerError, Request};
+use super::{encode_sharing, storage_error_for_version, HandlerError, Request};
 use crate::protocol::legacy_downconvert::{
     down_convert, magic_for_fetch_version, DownConvertError,
 };
 use crate::protocol::legacy_fetch::{decode_fetch_v0_3, encode_fetch_response_v0_3};
+use crate::protocol::sharing_buf::SHARE_MIN_BYTES;
 use crate::protocol::ResponseError;
 use crate::shard::fetch_budget::FetchBudget;
 use crate::shard::fetch_session::{
@@ -43,7 +44,8 @@ const TOPIC_ID_VERSION: i16 = 13;
 /// The first version with fetch sessions.
 const SESSION_VERSION: i16 = 7;
 
-pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
+/// The response body, as parts: the record batches are shared with storage, not copied.
+pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
     let request: FetchRequest = if req.version() <= LAST_LEGACY_VERSION {
         req.decode_with(|body| decode_fetch_v0_3(body, req.version()))?
     } else {
@@ -57,7 +59,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             let mut response = FetchResponse::default();
             response.error_code = code;
             response.session_id = NO_SESSION;
-            return req.encode(&response);
+            return Ok(vec![req.encode(&response)?]);
         }
     };
     let meta = shard.metadata();
@@ -189,7 +191,7 @@ fn build_response(
     results: Vec<PartitionResult>,
     max_bytes: usize,
     plan: &Plan,
-) -> Result<Bytes, HandlerError> {
+) -> Result<Vec<Bytes>, HandlerError> {
     let mut results = results.into_iter();
     // Each shard kept to the budget on its own; over all of them, in request order, it is
     // applied once more (whole batches only).
@@ -245,9 +247,16 @@ fn build_response(
                 downconvert_partition(p, magic, asked.fetch_offset, max_decompressed);
             }
         }
-        return Ok(encode_fetch_response_v0_3(&response, req.version()));
+        return Ok(vec![encode_fetch_response_v0_3(&response, req.version())]);
     }
-    req.encode(&response)
+    let batches: Vec<Bytes> = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .filter_map(|p| p.records.clone())
+        .filter(|r| r.len() >= SHARE_MIN_BYTES)
+        .collect();
+    encode_sharing(req.api, req.version(), &response, batches)
 }
 
 /// Applies the request's session fields to this shard's sessions. For an incremental fetch,

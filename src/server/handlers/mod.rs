@@ -40,7 +40,9 @@ use bytes::{Bytes, BytesMut};
 
 use crate::group::api::{Call, Reply};
 use crate::metrics::registry::{self as metrics, Stage};
-use crate::protocol::header::{frame_response, RequestFrame};
+use crate::protocol::header::RequestFrame;
+use crate::protocol::response_frame::ResponseFrame;
+use crate::protocol::sharing_buf::SharingBuf;
 use crate::protocol::ResponseError;
 use crate::shard::Shard;
 use crate::util::local_oneshot;
@@ -331,6 +333,27 @@ impl Request<'_> {
     }
 }
 
+/// Encodes a response body whose large byte fields lie in `shareable` (record batches) as
+/// parts that share them instead of copying (see [`SharingBuf`]).
+pub fn encode_sharing<T: Encodable>(
+    api: ApiKey,
+    version: i16,
+    response: &T,
+    shareable: Vec<Bytes>,
+) -> Result<Vec<Bytes>, HandlerError> {
+    let started = Instant::now();
+    let mut buf = SharingBuf::new(shareable);
+    response
+        .encode(&mut buf, version)
+        .map_err(|e| HandlerError::Encode {
+            api,
+            version,
+            reason: e.to_string(),
+        })?;
+    metrics::record_stage(Stage::Encode, started.elapsed());
+    Ok(buf.into_parts())
+}
+
 pub fn encode<T: Encodable>(
     api: ApiKey,
     version: i16,
@@ -359,7 +382,7 @@ pub async fn dispatch(
     frame: &RequestFrame,
     peer: &str,
     decoded: local_oneshot::Sender<bool>,
-) -> Result<Option<Bytes>, HandlerError> {
+) -> Result<Option<ResponseFrame>, HandlerError> {
     let Some(api) = frame.api else {
         decoded.send(false);
         return Err(HandlerError::UnknownApi(frame.api_key));
@@ -378,7 +401,7 @@ pub async fn dispatch(
             // Kafka answers an unknown ApiVersions version with a v0 response carrying
             // UNSUPPORTED_VERSION and the supported ranges, so the client can retry.
             let body = api_versions::unsupported_version_body()?;
-            return Ok(Some(frame_response(frame.correlation_id, 0, &body)));
+            return Ok(Some(ResponseFrame::single(frame.correlation_id, 0, body)));
         }
         decoded.send(false);
         return Err(HandlerError::UnsupportedVersion {
@@ -396,13 +419,25 @@ pub async fn dispatch(
         decoded: RefCell::new(Some(decoded)),
         started: Instant::now(),
     };
+    let header_version = if legacy_produce {
+        0
+    } else {
+        api.response_header_version(version)
+    };
+    if api == ApiKey::Fetch {
+        let body = fetch::handle(&req).await?;
+        return Ok(Some(ResponseFrame::new(
+            frame.correlation_id,
+            header_version,
+            body,
+        )));
+    }
     let body = match api {
         ApiKey::ApiVersions => Some(api_versions::handle(&req)?),
         ApiKey::Metadata => Some(metadata::handle(&req).await?),
         ApiKey::CreateTopics => Some(create_topics::handle(&req).await?),
         ApiKey::Produce if legacy_produce => produce::handle_legacy(&req).await?,
         ApiKey::Produce => produce::handle(&req).await?,
-        ApiKey::Fetch => Some(fetch::handle(&req).await?),
         ApiKey::ListOffsets => Some(list_offsets::handle(&req).await?),
         ApiKey::DeleteTopics => Some(delete_topics::handle(&req).await?),
         ApiKey::DeleteRecords => Some(delete_records::handle(&req).await?),
@@ -428,12 +463,7 @@ pub async fn dispatch(
         ApiKey::OffsetForLeaderEpoch => Some(offset_for_leader_epoch::handle(&req).await?),
         other => return Err(HandlerError::UnsupportedApi(other)),
     };
-    let header_version = if legacy_produce {
-        0
-    } else {
-        api.response_header_version(version)
-    };
-    Ok(body.map(|b| frame_response(frame.correlation_id, header_version, &b)))
+    Ok(body.map(|b| ResponseFrame::single(frame.correlation_id, header_version, b)))
 }
 
 /// A topic name as the protocol types want it.

@@ -37,6 +37,17 @@ fn yolo_send(fd: RawFd, buf: &[u8]) -> Option<io::Result<usize>> {
     }
 }
 
+// ringbroker patch: the vectored twin of `yolo_send`.
+fn yolo_sendv(fd: RawFd, bufs: &[io::IoSlice<'_>]) -> Option<io::Result<usize>> {
+    match sys::sendv_syscall(fd, bufs, MsgFlags::MSG_DONTWAIT.bits()) {
+        Ok(x) => Some(Ok(x)),
+        Err(err) => match err.kind() {
+            io::ErrorKind::WouldBlock => None,
+            _ => Some(Err(err)),
+        },
+    }
+}
+
 fn yolo_peek(fd: RawFd, buf: &mut [u8]) -> Option<io::Result<usize>> {
     match sys::recv_syscall(
         fd,

@@ -299,11 +299,28 @@ impl<S: AsRawFd> NonBufferedStream<S> {
     }
 
     pub(crate) fn poll_write(&mut self, cx: &Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_write_with(cx, |fd| super::yolo_send(fd, buf))
+    }
+
+    // ringbroker patch: a vectored write is one `sendmsg`, not one `send` per slice.
+    pub(crate) fn poll_write_vectored(
+        &mut self,
+        cx: &Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_with(cx, |fd| super::yolo_sendv(fd, bufs))
+    }
+
+    fn poll_write_with(
+        &mut self,
+        cx: &Context<'_>,
+        attempt: impl FnOnce(std::os::unix::io::RawFd) -> Option<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
         // On the write path, we always start with calling `yolo_send`, because
         // it is very likely to success. It could be a waste if it already timed
         // out since the last `poll_write`, but it would not cost much more to
         // give it one last chance in this case.
-        if let Some(result) = super::yolo_send(self.stream.as_raw_fd(), buf) {
+        if let Some(result) = attempt(self.stream.as_raw_fd()) {
             let reactor = self.reactor.upgrade().unwrap();
             self.write_timeout.cancel_timer(reactor.as_ref());
             self.source_tx.take();
@@ -459,6 +476,15 @@ impl<S: AsRawFd, B: RxBuf> GlommioStream<S, B> {
 
     pub(crate) fn poll_write(&mut self, cx: &Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.stream.poll_write(cx, buf)
+    }
+
+    // ringbroker patch: see `NonBufferedStream::poll_write_vectored`.
+    pub(crate) fn poll_write_vectored(
+        &mut self,
+        cx: &Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.stream.poll_write_vectored(cx, bufs)
     }
 
     pub(crate) fn poll_flush(&self, _cx: &Context<'_>) -> Poll<io::Result<()>> {

@@ -89,6 +89,15 @@ pub(crate) fn send_syscall(fd: RawFd, buf: *const u8, len: usize, flags: i32) ->
     syscall!(send(fd, buf as _, len, flags)).map(|x| x as usize)
 }
 
+// ringbroker patch: a gathering send (`sendmsg` with several iovecs), for vectored writes.
+pub(crate) fn sendv_syscall(fd: RawFd, bufs: &[std::io::IoSlice<'_>], flags: i32) -> io::Result<usize> {
+    // SAFETY: `IoSlice` is ABI-compatible with `iovec`; the slices outlive the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len().min(libc::UIO_MAXIOV as usize) as _;
+    syscall!(sendmsg(fd, &msg, flags)).map(|x| x as usize)
+}
+
 pub(crate) fn recv_syscall(fd: RawFd, buf: *mut u8, len: usize, flags: i32) -> io::Result<usize> {
     syscall!(recv(fd, buf as _, len, flags)).map(|x| x as usize)
 }
