@@ -26,6 +26,8 @@
 #
 # Options (or the environment variable in brackets):
 #   --variants LIST     default,durable,direct,buffered       [VARIANTS=default]
+#                       or baseline: the default settings with the binary $BASELINE_BIN
+#                       (e.g. a release build of an older commit), to compare two builds
 #   --msgs N            messages per produce run              [MSGS=2000000]
 #   --size BYTES        message size                          [SIZE=1024]
 #   --codec C           none|gzip|snappy|lz4|zstd             [CODEC=lz4]
@@ -194,7 +196,11 @@ start_broker() { # $1 = variant
     data_dir="$(mktemp -d "$DATA_PARENT/ringbroker-kafka-perf.XXXXXX")"
     port="${PORT:-$(free_port)}"
     broker="127.0.0.1:$port"
-    broker_cmd=("$broker_bin" serve --listen "$broker" --data-dir "$data_dir/data" --shards "$SHARDS"
+    local bin="$broker_bin"
+    if [[ "$variant" == baseline ]]; then
+        bin="${BASELINE_BIN:?baseline variant needs BASELINE_BIN}"
+    fi
+    broker_cmd=("$bin" serve --listen "$broker" --data-dir "$data_dir/data" --shards "$SHARDS"
         --set "num.partitions=$PARTITIONS" "${extra[@]}")
     log "start: ${broker_cmd[*]}"
     NO_COLOR=1 RUST_LOG="${RUST_LOG:-info}" nice -n "$NICE" "${broker_cmd[@]}" >"$vdir/broker.log" 2>&1 &
@@ -468,7 +474,7 @@ run_variant() {
 
 IFS=',' read -r -a variant_list <<<"$VARIANTS"
 for v in "${variant_list[@]}"; do
-    case "$v" in default | durable | direct | buffered) ;; *) die "unknown variant $v (default, durable, direct, buffered)" ;; esac
+    case "$v" in default | durable | direct | buffered | baseline) ;; *) die "unknown variant $v (default, durable, direct, buffered, baseline)" ;; esac
     run_variant "$v"
 done
 

@@ -457,12 +457,20 @@ fn start_write_behind(inner: &LogInner, segments: &[FlightSegment], sync: bool) 
             if seg.mark.size - from < WRITE_BEHIND_BYTES {
                 continue;
             }
-            state.writeback_from = seg.mark.size;
             from
         };
-        if let Err(error) = files.log.start_writeback(from, seg.mark.size - from) {
+        match files.log.start_writeback(from, seg.mark.size - from) {
+            Ok(true) => {
+                if let Some(state) = inner.state.borrow_mut().segment_mut(seg.base_offset) {
+                    state.writeback_from = seg.mark.size;
+                }
+            }
+            // The previous one still runs: this range goes with the next.
+            Ok(false) => {}
             // Only an optimisation: the data is written and fdatasync still works.
-            tracing::debug!(dir = %inner.dir.display(), %error, "sync_file_range failed");
+            Err(error) => {
+                tracing::debug!(dir = %inner.dir.display(), %error, "sync_file_range failed")
+            }
         }
     }
 }

@@ -1,8 +1,11 @@
 //! Files and directory entries, through io_uring. Every call passes the fault layer's hooks
 //! (`fault.rs`); a file no test scope covers pays one check at open and nothing after.
 
+use std::cell::Cell;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
+use std::rc::Rc;
 
 use glommio::io::{BufferedFile, DmaFile, OpenOptions};
 
@@ -42,6 +45,8 @@ pub struct File {
     inner: Inner,
     /// Set when a fault scope covered the path at open.
     tracked: Option<TrackedPath>,
+    /// A [`File::start_writeback`] call is still running on the blocking pool.
+    writeback_running: Rc<Cell<bool>>,
 }
 
 impl File {
@@ -68,7 +73,11 @@ impl File {
                 Inner::Direct { writer, reader }
             }
         };
-        Ok(File { inner, tracked })
+        Ok(File {
+            inner,
+            tracked,
+            writeback_running: Rc::new(Cell::new(false)),
+        })
     }
 
     /// How this file's writes are done; direct files take only [`File::write_buffer`].
@@ -80,7 +89,6 @@ impl File {
     }
 
     fn raw_fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
         match &self.inner {
             Inner::Buffered(f) => f.as_raw_fd(),
             Inner::Direct { writer, .. } => writer.as_raw_fd(),
@@ -183,25 +191,50 @@ impl File {
     /// (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`) and returns without waiting for it.
     /// Without this the page cache holds everything until the next fdatasync, and copying
     /// into the cache and writing to the disk happen one after the other instead of together.
+    /// The call runs on the blocking pool: it waits whenever the device's queue is full
+    /// (0.55–0.66 s measured here), and on the reactor that stalled every connection of the
+    /// shard. At most one runs per file; `Ok(false)`: one is still running, nothing started.
     /// Direct files have nothing in the cache: a no-op.
-    pub fn start_writeback(&self, offset: u64, len: u64) -> io::Result<()> {
-        if self.io() == FileIo::Direct {
-            return Ok(());
+    pub fn start_writeback(&self, offset: u64, len: u64) -> io::Result<bool> {
+        if self.io() == FileIo::Direct || self.writeback_running.get() {
+            return Ok(false);
         }
-        // SAFETY: a plain syscall on a descriptor we own; no memory is passed.
-        let rc = unsafe {
-            libc::sync_file_range(
-                self.raw_fd(),
-                offset as libc::off64_t,
-                len as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
+        // A descriptor of its own keeps the file open (and its number unreused) until the
+        // call returns, even if the segment is closed or deleted meanwhile.
+        // SAFETY: `dup` of a descriptor we own; the result is checked before use.
+        let fd = unsafe { libc::dup(self.raw_fd()) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
         }
+        // SAFETY: `fd` was just returned by `dup` and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let running = Rc::clone(&self.writeback_running);
+        running.set(true);
+        super::spawn_detached(async move {
+            let result = super::spawn_blocking(move || {
+                // SAFETY: a plain syscall on a descriptor this closure owns.
+                let rc = unsafe {
+                    libc::sync_file_range(
+                        fd.as_raw_fd(),
+                        offset as libc::off64_t,
+                        len as libc::off64_t,
+                        libc::SYNC_FILE_RANGE_WRITE,
+                    )
+                };
+                if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            })
+            .await;
+            running.set(false);
+            if let Err(error) = result {
+                // Only an optimisation: the data is written and fdatasync still works.
+                tracing::debug!(%error, "sync_file_range failed");
+            }
+        });
+        Ok(true)
     }
 
     /// Allocates the blocks of `[0, len)` without changing the file's size
