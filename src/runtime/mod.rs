@@ -221,11 +221,13 @@ pub fn block_on<T>(future: impl Future<Output = T>) -> Result<T, RuntimeError> {
 pub type Task<T> = glommio::Task<T>;
 
 /// Spawns a task on the current shard (its polls are timed: [`stall`]).
+#[track_caller]
 pub fn spawn<T: 'static>(future: impl Future<Output = T> + 'static) -> Task<T> {
     glommio::spawn_local(stall::Timed::new(future))
 }
 
 /// Spawns a task on the current shard that runs to completion on its own.
+#[track_caller]
 pub fn spawn_detached(future: impl Future<Output = ()> + 'static) {
     glommio::spawn_local(stall::Timed::new(future)).detach();
 }

@@ -8,6 +8,7 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -59,7 +60,7 @@ fn coarse_now() -> Duration {
     )
 }
 
-fn record(took: Duration, now: Duration) {
+fn record(took: Duration, now: Duration, spawned_at: &'static Location<'static>) {
     STALLS.with(|s| {
         let mut stats = s.stats.get();
         stats.longest = stats.longest.max(took);
@@ -78,6 +79,7 @@ fn record(took: Duration, now: Duration) {
         if due {
             tracing::warn!(
                 stalls = count,
+                task = %spawned_at,
                 worst_ms = worst.as_millis() as u64,
                 longest_ever_ms = stats.longest.as_millis() as u64,
                 "the shard's thread was held by one task for {} ms: nothing else on this shard ran meanwhile",
@@ -94,11 +96,17 @@ fn record(took: Duration, now: Duration) {
 /// A future whose polls are timed.
 pub struct Timed<F> {
     inner: F,
+    /// Where the task was spawned: a stall warning names it.
+    spawned_at: &'static Location<'static>,
 }
 
 impl<F> Timed<F> {
+    #[track_caller]
     pub fn new(inner: F) -> Timed<F> {
-        Timed { inner }
+        Timed {
+            inner,
+            spawned_at: Location::caller(),
+        }
     }
 }
 
@@ -107,11 +115,12 @@ impl<F: Future> Future for Timed<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let started = coarse_now();
+        let spawned_at = self.spawned_at;
         // SAFETY: `inner` is never moved out of the pinned `Timed`; this is plain projection.
         let inner = unsafe { self.map_unchecked_mut(|t| &mut t.inner) };
         let result = inner.poll(cx);
         let now = coarse_now();
-        record(now.saturating_sub(started), now);
+        record(now.saturating_sub(started), now, spawned_at);
         result
     }
 }
