@@ -125,8 +125,8 @@ impl WriteBuffer {
 
     /// Turns the buffer into what the file write takes: a `Vec`, or the aligned buffer cut at
     /// the next alignment boundary with the bytes past the staged ones zeroed.
-    pub(super) fn into_write(self) -> Staged {
-        match self.storage {
+    pub(super) fn into_write(mut self) -> Staged {
+        match std::mem::replace(&mut self.storage, Storage::Heap(Vec::new())) {
             Storage::Heap(v) => Staged::Heap(v),
             Storage::Aligned { mut buf, len } => {
                 let padded = (align_up(len as u64) as usize).min(buf.len());
@@ -134,6 +134,18 @@ impl WriteBuffer {
                 buf.trim_to_size(padded);
                 Staged::Aligned { buf, len }
             }
+        }
+    }
+}
+
+impl Drop for WriteBuffer {
+    /// A buffer that is never written (a flight that failed before its write) goes back to
+    /// the pool as well.
+    fn drop(&mut self) {
+        if let Storage::Aligned { buf, .. } =
+            std::mem::replace(&mut self.storage, Storage::Heap(Vec::new()))
+        {
+            super::buffer_pool::give_back(buf);
         }
     }
 }
