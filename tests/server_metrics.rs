@@ -262,9 +262,9 @@ fn metrics_endpoint_tracks_a_produce_and_fetch_load() {
     assert!(after.sum("ringbroker_connections_open", &[]) >= 1.0);
 
     // Every stage of a produce saw it: two partitions on two shards, so one is a hop away,
-    // and acks=all with ringbroker.acks.all.fsync syncs.
+    // and acks=all with ringbroker.acks.all.fsync syncs; the fetches read the logs.
     for stage in [
-        "queue", "decode", "hop", "append", "fsync", "acks", "encode", "write",
+        "queue", "decode", "hop", "append", "fsync", "acks", "read", "encode", "write",
     ] {
         let count = after.sum(
             "ringbroker_stage_latency_seconds_count",

@@ -16,9 +16,18 @@ const MAX_RESPONSE: usize = 4 << 20;
 /// ringbroker's default metrics port (`ringbroker.metrics.listen`).
 pub const DEFAULT_METRICS_PORT: u16 = 9644;
 
-/// Stages in the order a produce request meets them (the broker's names).
-const STAGES: [&str; 8] = [
-    "queue", "decode", "hop", "append", "fsync", "acks", "encode", "write",
+/// Stages in the order a produce (then a fetch) request meets them (the broker's names).
+const STAGES: [&str; 10] = [
+    "queue",
+    "decode",
+    "hop",
+    "append",
+    "fsync",
+    "acks",
+    "read",
+    "fetch_wait",
+    "encode",
+    "write",
 ];
 
 #[derive(Debug, thiserror::Error)]

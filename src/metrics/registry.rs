@@ -32,6 +32,12 @@ pub enum Stage {
     /// Batch written → its appender told the write is done and durable as asked (the fsync
     /// of an acks=all produce, or ~0 when no fsync is due).
     Acks,
+    /// A fetch's read of one partition's log (index lookup, then the file or the tail
+    /// cache): the broker's cost of serving data that is there.
+    Read,
+    /// A fetch waiting for data (long poll: `max_wait_ms` / `min_bytes`), which the client asked
+    /// for; the Fetch request's latency minus this is its service time.
+    FetchWait,
     /// Response body encoded.
     Encode,
     /// Response bytes written to the socket.
@@ -39,13 +45,15 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 10] = [
         Stage::Queue,
         Stage::Decode,
         Stage::Hop,
         Stage::Append,
         Stage::Fsync,
         Stage::Acks,
+        Stage::Read,
+        Stage::FetchWait,
         Stage::Encode,
         Stage::Write,
     ];
@@ -58,6 +66,8 @@ impl Stage {
             Stage::Append => "append",
             Stage::Fsync => "fsync",
             Stage::Acks => "acks",
+            Stage::Read => "read",
+            Stage::FetchWait => "fetch_wait",
             Stage::Encode => "encode",
             Stage::Write => "write",
         }

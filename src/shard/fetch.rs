@@ -3,8 +3,10 @@
 //! past the budget is not read at all.
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use crate::log::LogError;
+use crate::metrics::registry::{self as metrics, Stage};
 
 use super::errors::log_error;
 use super::fetch_budget::{FetchBudget, ReadLimit};
@@ -66,18 +68,21 @@ pub(super) async fn fetch_from(
             whole_first: false,
         },
     };
-    p.log
+    let started = Instant::now();
+    let read = p
+        .log
         .read_within(offset, limit.max_bytes, None, limit.whole_first)
-        .await
-        .map(|r| FetchedData {
-            records: r.records,
-            high_watermark: r.log_end_offset,
-            log_start_offset: r.log_start_offset,
-        })
-        .map_err(|e| {
-            if matches!(e, LogError::CorruptSegment { .. }) {
-                p.log_corrupt_read(offset, &e);
-            }
-            log_error(e)
-        })
+        .await;
+    metrics::record_stage(Stage::Read, started.elapsed());
+    read.map(|r| FetchedData {
+        records: r.records,
+        high_watermark: r.log_end_offset,
+        log_start_offset: r.log_start_offset,
+    })
+    .map_err(|e| {
+        if matches!(e, LogError::CorruptSegment { .. }) {
+            p.log_corrupt_read(offset, &e);
+        }
+        log_error(e)
+    })
 }

@@ -23,6 +23,7 @@ use crate::protocol::messages::BrokerId;
 use bytes::Bytes;
 
 use super::{encode_sharing, storage_error_for_version, HandlerError, Request};
+use crate::metrics::registry::{self as metrics, Stage};
 use crate::protocol::legacy_downconvert::{
     down_convert, magic_for_fetch_version, DownConvertError,
 };
@@ -124,6 +125,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
             })
             .collect();
         let arrived = shard.wait_for_data(waits, deadline - now).await;
+        metrics::record_stage(Stage::FetchWait, now.elapsed());
         last_look = !arrived && Instant::now() >= deadline;
     }
 }
