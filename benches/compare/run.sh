@@ -13,20 +13,22 @@
 # only the `iggy` SDK, `iggy-cli` and the protocol crates; checked 2026-12-01 with `cargo info`),
 # and this machine reaches no other source.
 #
-# Per round, per broker (a fresh broker each time; rounds alternate ringbroker, peer, ringbroker,
+# Per round (a fresh broker for each phase; phases alternate ringbroker, peer, ringbroker,
 # peer, ... so that the machine's drift hits both), 1 KiB records, 4 partitions, for each acks:
 #   1. rdkafka_performance (librdkafka, built by benches/kafka_perf/build_rdkafka_performance.sh)
 #      max produce throughput                                   (skipped if not built)
 #   2. ringbroker bench produce, max throughput (--batch-size BATCH)
-#   3. ringbroker bench e2e at 50 % of (2), open-loop (latency from each record's scheduled
-#      time, so coordinated omission is corrected): produce-ack and end-to-end p50 / p99 / p99.9
+#   3. ringbroker bench e2e, open-loop (latency from each record's scheduled time, so
+#      coordinated omission is corrected) at the same offered load for both brokers: LAT_RATE,
+#      else half the lower of the two (2) maxima of the round: produce-ack and end-to-end
+#      p50 / p99 / p99.9
 # and for every step the broker's CPU (utime + stime of its process over the step, from
 # /proc/PID/stat) per record, independent of the client's share of the cores.
 # Prints a markdown table of medians over the rounds with the ratio ringbroker / peer for every
 # figure; writes it, each round's figures (rounds.tsv) and every run's results.json to
 # target/compare/<stamp>/.
 #
-# Env: RECORDS (1000000), ROUNDS (2), ACKS ("1 all"), LAT_SECONDS (15), PARTITIONS (4),
+# Env: RECORDS (1000000), ROUNDS (2), ACKS ("1 all"), LAT_SECONDS (15), LAT_RATE, PARTITIONS (4),
 #      SIZE (1024), CODEC (none: rdkafka_performance repeats one payload, which lz4 shrinks
 #      ~100x), BATCH (1048576, librdkafka's default batch.size), SHARDS (2),
 #      TANSU (path of a tansu binary), NO_BUILD=1 (use target/release/ringbroker),
@@ -153,10 +155,15 @@ rounds_tsv="$out/rounds.tsv"
 : >"$rounds_tsv"
 put() { printf '%s\t%s\t%s\t%s\n' "$round" "$broker" "$1" "$2" >>"$rounds_tsv"; }
 
+start_broker() { if [[ $1 == ringbroker ]]; then start_ringbroker; else start_tansu; fi; }
+stop_broker() { kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true; }
+
 for round in $(seq 1 "$ROUNDS"); do
+  declare -A MAX=()
+  # Throughput: each broker fresh, one after the other.
   for broker in ringbroker tansu; do
-    log "round $round: starting $broker"
-    if [[ $broker == ringbroker ]]; then start_ringbroker; else start_tansu; fi
+    log "round $round: starting $broker (throughput)"
+    start_broker "$broker"
     tag="r$round-$broker"
     for acks in $ACKS; do
       log "$tag: rdkafka_performance acks=$acks"
@@ -164,20 +171,30 @@ for round in $(seq 1 "$ROUNDS"); do
       put "rdk_rate_acks$acks" "$rate"; put "rdk_cpu_acks$acks" "$(cpu_ns "$t0" "$t1" "$recs")"
       log "$tag: bench produce max acks=$acks"
       t0=$(ticks); bench_max "$tag" "$acks"; t1=$(ticks)
-      max=$rate
+      MAX[$broker,$acks]=${rate:-0}
       put "max_rate_acks$acks" "$rate"; put "max_cpu_acks$acks" "$(cpu_ns "$t0" "$t1" "$recs")"
-      if (( ${max:-0} > 0 )); then
-        log "$tag: bench e2e acks=$acks at $((max / 2)) records/s"
-        t0=$(ticks); bench_e2e "$tag" "$acks" "$((max / 2))"; t1=$(ticks)
-        put "e2e_cpu_acks$acks" "$(cpu_ns "$t0" "$t1" "$recs")"
-        read -r p50 p99 p999 <<<"$lat_p"
-        put "lat_p50_acks$acks" "$p50"; put "lat_p99_acks$acks" "$p99"; put "lat_p999_acks$acks" "$p999"
-        read -r p50 p99 p999 <<<"$lat_e"
-        put "e2e_p50_acks$acks" "$p50"; put "e2e_p99_acks$acks" "$p99"; put "e2e_p999_acks$acks" "$p999"
-      fi
     done
-    kill "$bpid" 2>/dev/null || true
-    wait "$bpid" 2>/dev/null || true
+    stop_broker
+  done
+  # Latency: the same offered load for both (LAT_RATE, else half the lower of the two maxima),
+  # each broker fresh again.
+  for broker in ringbroker tansu; do
+    log "round $round: starting $broker (latency)"
+    start_broker "$broker"
+    tag="r$round-$broker"
+    for acks in $ACKS; do
+      lr=${LAT_RATE:-$(( (MAX[ringbroker,$acks] < MAX[tansu,$acks] ? MAX[ringbroker,$acks] : MAX[tansu,$acks]) / 2 ))}
+      (( lr > 0 )) || continue
+      put "lat_rate_acks$acks" "$lr"
+      log "$tag: bench e2e acks=$acks at $lr records/s"
+      t0=$(ticks); bench_e2e "$tag" "$acks" "$lr"; t1=$(ticks)
+      put "e2e_cpu_acks$acks" "$(cpu_ns "$t0" "$t1" "$recs")"
+      read -r p50 p99 p999 <<<"$lat_p"
+      put "lat_p50_acks$acks" "$p50"; put "lat_p99_acks$acks" "$p99"; put "lat_p999_acks$acks" "$p999"
+      read -r p50 p99 p999 <<<"$lat_e"
+      put "e2e_p50_acks$acks" "$p50"; put "e2e_p99_acks$acks" "$p99"; put "e2e_p999_acks$acks" "$p999"
+    done
+    stop_broker
   done
 done
 
@@ -203,12 +220,13 @@ names = [
     ("rdk_cpu", "  broker CPU per record, rdkafka produce (ns)"),
     ("max_rate", "ringbroker bench produce (records/s)"),
     ("max_cpu", "  broker CPU per record, bench produce (ns)"),
-    ("lat_p50", "produce ack at 50 % of max, p50 (ms)"),
-    ("lat_p99", "produce ack at 50 % of max, p99 (ms)"),
-    ("lat_p999", "produce ack at 50 % of max, p99.9 (ms)"),
-    ("e2e_p50", "end to end at 50 % of max, p50 (ms)"),
-    ("e2e_p99", "end to end at 50 % of max, p99 (ms)"),
-    ("e2e_p999", "end to end at 50 % of max, p99.9 (ms)"),
+    ("lat_rate", "latency runs: offered load, the same for both (records/s)"),
+    ("lat_p50", "produce ack, p50 (ms)"),
+    ("lat_p99", "produce ack, p99 (ms)"),
+    ("lat_p999", "produce ack, p99.9 (ms)"),
+    ("e2e_p50", "end to end, p50 (ms)"),
+    ("e2e_p99", "end to end, p99 (ms)"),
+    ("e2e_p999", "end to end, p99.9 (ms)"),
     ("e2e_cpu", "  broker CPU per record produced and fetched, e2e (ns)"),
 ]
 print(f"| figure (1 KiB, {codec}, {parts} partitions; medians of {rounds} rounds) | ringbroker | tansu | ratio |")
