@@ -290,7 +290,11 @@ fn kraft_properties_are_accepted_and_parsed_together() {
         "CONTROLLER://127.0.0.1:29092,PLAINTEXT://127.0.0.1:19092",
     )
     .expect("listeners");
-    assert_eq!(c.listen.port(), 19092, "the client listener, not CONTROLLER");
+    assert_eq!(
+        c.listen.port(),
+        19092,
+        "the client listener, not CONTROLLER"
+    );
     assert_eq!(c.advertised_port, 19092);
     c.set(
         "controller.quorum.voters",
@@ -301,11 +305,10 @@ fn kraft_properties_are_accepted_and_parsed_together() {
     c.set("broker.rack", "r1").expect("rack");
     assert!(c.is_cluster_mode());
     assert!(c.set("broker.heartbeat.interval.ms", "-5").is_err());
-    let kraft = crate::controller::kraft_config::KraftConfig::from_properties(
-        &c.cluster_properties(),
-    )
-    .expect("valid")
-    .expect("cluster mode");
+    let kraft =
+        crate::controller::kraft_config::KraftConfig::from_properties(&c.cluster_properties())
+            .expect("valid")
+            .expect("cluster mode");
     assert_eq!(kraft.node_id.0, 2);
     assert!(kraft.roles.controller && kraft.roles.broker);
     assert_eq!(kraft.session_timeout_ms, 3000);

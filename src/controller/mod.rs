@@ -38,6 +38,7 @@ pub mod image;
 pub mod kraft_config;
 pub mod meta_properties;
 pub mod placement;
+pub mod published;
 pub mod quorum;
 pub mod records;
 #[cfg(test)]

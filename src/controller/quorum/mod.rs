@@ -14,6 +14,8 @@
 //! CONTROLLER listener), [`server`] (answers them) and [`node`] (starts it all and offers
 //! propose / committed metadata / leader).
 
+pub mod active;
+pub mod broker_session;
 pub mod frame;
 pub mod log_store;
 pub mod network;

@@ -404,15 +404,51 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
     ];
     // The KRaft properties (cluster mode), as `--check-config` lists them.
     const CLUSTER_DOCS: &[(&str, i8, &str)] = &[
-        ("broker.heartbeat.interval.ms", TYPE_INT, "How often a broker heartbeats the active controller."),
-        ("broker.rack", TYPE_STRING, "This broker's rack: replicas are spread over racks."),
-        ("broker.session.timeout.ms", TYPE_INT, "A broker silent this long is fenced."),
-        ("cluster.id", TYPE_STRING, "The cluster's id (meta.properties); generated when not set."),
-        ("controller.listener.names", TYPE_LIST, "Listeners the controller quorum uses."),
-        ("controller.quorum.election.timeout.ms", TYPE_INT, "Shortest Raft election timeout of the metadata quorum."),
-        ("controller.quorum.voters", TYPE_LIST, "The metadata quorum: id@host:port,... (unset: single node)."),
-        ("default.replication.factor", TYPE_INT, "Replication factor of topics created without one."),
-        ("process.roles", TYPE_LIST, "broker, controller, or both (default: both for a voter)."),
+        (
+            "broker.heartbeat.interval.ms",
+            TYPE_INT,
+            "How often a broker heartbeats the active controller.",
+        ),
+        (
+            "broker.rack",
+            TYPE_STRING,
+            "This broker's rack: replicas are spread over racks.",
+        ),
+        (
+            "broker.session.timeout.ms",
+            TYPE_INT,
+            "A broker silent this long is fenced.",
+        ),
+        (
+            "cluster.id",
+            TYPE_STRING,
+            "The cluster's id (meta.properties); generated when not set.",
+        ),
+        (
+            "controller.listener.names",
+            TYPE_LIST,
+            "Listeners the controller quorum uses.",
+        ),
+        (
+            "controller.quorum.election.timeout.ms",
+            TYPE_INT,
+            "Shortest Raft election timeout of the metadata quorum.",
+        ),
+        (
+            "controller.quorum.voters",
+            TYPE_LIST,
+            "The metadata quorum: id@host:port,... (unset: single node).",
+        ),
+        (
+            "default.replication.factor",
+            TYPE_INT,
+            "Replication factor of topics created without one.",
+        ),
+        (
+            "process.roles",
+            TYPE_LIST,
+            "broker, controller, or both (default: both for a voter).",
+        ),
     ];
     props.extend(
         CLUSTER_DOCS
