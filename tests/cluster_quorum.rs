@@ -61,7 +61,7 @@ fn spawn(
         cmd.arg("--set").arg(s);
     }
     if std::env::var_os("RUST_LOG").is_none() {
-        cmd.env("RUST_LOG", "info");
+        cmd.env("RUST_LOG", "info,openraft=warn");
     }
     let mut child = cmd
         .stdin(Stdio::null())
@@ -164,6 +164,17 @@ fn wait_for(nodes: &[Node], on: &[usize], what: &str, check: impl Fn(&MetadataRe
 }
 
 fn settings(id: i32, port: u16, controller_port: u16, voters: &str) -> Vec<String> {
+    settings_with_metrics(id, port, controller_port, voters, None)
+}
+
+fn settings_with_metrics(
+    id: i32,
+    port: u16,
+    controller_port: u16,
+    voters: &str,
+    metrics_port: Option<u16>,
+) -> Vec<String> {
+    let metrics = metrics_port.map_or("none".to_string(), |p| format!("127.0.0.1:{p}"));
     vec![
         format!("node.id={id}"),
         format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"),
@@ -171,14 +182,41 @@ fn settings(id: i32, port: u16, controller_port: u16, voters: &str) -> Vec<Strin
         "controller.quorum.election.timeout.ms=300".to_string(),
         "broker.heartbeat.interval.ms=200".to_string(),
         "broker.session.timeout.ms=2000".to_string(),
-        "ringbroker.metrics.listen=none".to_string(),
+        format!("ringbroker.metrics.listen={metrics}"),
     ]
+}
+
+/// `ringbroker cluster status --format json` against a CONTROLLER listener.
+fn cluster_status(controller_port: u16) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .args(["cluster", "status", "--format", "json", "--timeout", "5"])
+        .arg("--controller")
+        .arg(format!("127.0.0.1:{controller_port}"))
+        .output()
+        .expect("run cluster status");
+    assert!(
+        out.status.success(),
+        "cluster status failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics endpoint");
+    s.set_read_timeout(Some(WAIT)).expect("timeout");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").expect("request");
+    let mut body = String::new();
+    s.read_to_string(&mut body).expect("response");
+    body
 }
 
 #[test]
 fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
     let root = tempfile::tempdir().expect("tempdir");
-    let ports = free_ports(6);
+    let ports = free_ports(7);
+    let metrics_port = ports[6];
     let voters: String = (0..3)
         .map(|i| format!("{}@127.0.0.1:{}", i + 1, ports[3 + i]))
         .collect::<Vec<_>>()
@@ -188,13 +226,10 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
         let id = i as i32 + 1;
         let data = root.path().join(format!("data-{id}"));
         let log = root.path().join(format!("node-{id}.log"));
-        let (child, addr) = spawn(
-            id,
-            &data,
-            &log,
-            &settings(id, ports[i], ports[3 + i], &voters),
-        )
-        .unwrap_or_else(|e| {
+        // Node 1 also serves metrics.
+        let metrics = (i == 0).then_some(metrics_port);
+        let node_settings = settings_with_metrics(id, ports[i], ports[3 + i], &voters, metrics);
+        let (child, addr) = spawn(id, &data, &log, &node_settings).unwrap_or_else(|e| {
             panic!(
                 "{e}: {}",
                 String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default())
@@ -240,6 +275,25 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
         m.controller_id == first.controller_id
     });
     let controller = first.controller_id.0;
+
+    // `cluster status` asked of any voter reports the leader's view: three voters, three
+    // live brokers; the metrics say the same.
+    let status = cluster_status(ports[3 + 1]);
+    assert_eq!(status["leader"], serde_json::json!(controller), "{status}");
+    assert_eq!(
+        status["voters"].as_array().map(Vec::len),
+        Some(3),
+        "{status}"
+    );
+    let brokers = status["brokers"].as_array().expect("brokers");
+    assert_eq!(brokers.len(), 3, "{status}");
+    assert!(brokers.iter().all(|b| b["fenced"] == false), "{status}");
+    let metrics = http_get(metrics_port, "/metrics");
+    assert!(metrics.contains("ringbroker_brokers_live 3"), "{metrics}");
+    assert!(
+        metrics.contains(&format!("ringbroker_controller_leader {controller}")),
+        "{metrics}"
+    );
 
     // kill -9 of the active controller: the other two elect a new one and fence the dead
     // broker once its session ran out.

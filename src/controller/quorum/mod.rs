@@ -22,6 +22,7 @@ pub mod network;
 pub mod node;
 pub mod server;
 pub mod state_machine;
+pub mod status;
 pub mod wire;
 
 #[cfg(test)]

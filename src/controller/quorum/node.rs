@@ -170,6 +170,7 @@ impl QuorumNode {
         let shutdown = Rc::new(ShutdownSignal::new());
         let ctx = ServerContext {
             raft: raft.clone(),
+            view: Rc::clone(&view),
             broker_calls,
             shutdown: Rc::clone(&shutdown),
         };

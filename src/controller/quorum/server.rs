@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use futures_lite::future;
 
+use super::state_machine::MetadataView;
 use super::wire::{read_frame, write_frame, ControllerRequest, ControllerResponse, WireError};
 use super::Raft;
 use crate::runtime::{self, LocalSender, TcpListener, TcpStream};
@@ -22,6 +23,7 @@ pub type BrokerCall = (ControllerRequest, local_oneshot::Sender<ControllerRespon
 #[derive(Clone)]
 pub struct ServerContext {
     pub raft: Raft,
+    pub view: Rc<MetadataView>,
     /// Where broker requests go; `None` answers them "not the controller".
     pub broker_calls: Option<Rc<LocalSender<BrokerCall>>>,
     pub shutdown: Rc<ShutdownSignal>,
@@ -88,6 +90,9 @@ async fn answer(ctx: &ServerContext, request: ControllerRequest) -> ControllerRe
         }
         ControllerRequest::InstallSnapshot(rpc) => {
             ControllerResponse::InstallSnapshot(ctx.raft.install_snapshot(rpc).await)
+        }
+        ControllerRequest::Status => {
+            ControllerResponse::Status(super::status::report(&ctx.raft, &ctx.view))
         }
         broker @ (ControllerRequest::RegisterBroker(_) | ControllerRequest::BrokerHeartbeat(_)) => {
             let not_controller = || ControllerResponse::NotController {

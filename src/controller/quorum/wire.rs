@@ -31,6 +31,8 @@ pub enum ControllerRequest {
     InstallSnapshot(InstallSnapshotRequest<MetadataRaft>),
     RegisterBroker(BrokerRegistrationRequest),
     BrokerHeartbeat(Heartbeat),
+    /// `ringbroker cluster status`.
+    Status,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -45,6 +47,7 @@ pub enum ControllerResponse {
         broker_epoch: BrokerEpoch,
     },
     Heartbeat(HeartbeatReply),
+    Status(super::status::ClusterStatusReport),
     /// This node is not the active controller; `leader` is the one it knows of.
     NotController {
         leader: Option<BrokerId>,
