@@ -325,7 +325,7 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
         broker_ids(m) == vec![1, 2, 3]
     });
 
-    for node in &mut nodes {
+    for (i, node) in nodes.iter_mut().enumerate() {
         let status = node.stop();
         assert!(
             status.is_some_and(|s| s.success()),
@@ -333,6 +333,15 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
             node.id,
             node.log_tail()
         );
+        if i == 0 {
+            // The other two still form a quorum: the farewell heartbeat is committed.
+            assert!(
+                node.log_tail()
+                    .contains("controlled shutdown: the controller fences this broker"),
+                "controlled shutdown:\n{}",
+                node.log_tail()
+            );
+        }
     }
 }
 

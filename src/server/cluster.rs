@@ -165,6 +165,9 @@ fn resolve(address: &HostPort) -> Result<SocketAddr, ClusterStartError> {
 /// The tasks of cluster mode on shard 0.
 pub struct ClusterTasks {
     node: Option<Rc<QuorumNode>>,
+    /// The broker's session, stopped first: its farewell heartbeat may need this node's
+    /// own controller loop.
+    session: Option<(Task<()>, Rc<ShutdownSignal>)>,
     tasks: Vec<Task<()>>,
     shutdown: Rc<ShutdownSignal>,
 }
@@ -228,6 +231,7 @@ pub async fn start(
     } else {
         None
     };
+    let mut session_task = None;
     if kraft.roles.broker {
         let name = kraft
             .advertised_listeners
@@ -247,14 +251,17 @@ pub async fn start(
             request_timeout: heartbeat_interval.max(Duration::from_millis(100)),
         };
         let view = node.as_ref().map(|n| Rc::clone(n.view()));
-        tasks.push(runtime::spawn(broker_session::run(
+        let stop = Rc::new(ShutdownSignal::new());
+        let task = runtime::spawn(broker_session::run(
             session,
             move || view.as_ref().and_then(|v| v.applied_offset()),
-            Rc::clone(&shutdown),
-        )));
+            Rc::clone(&stop),
+        ));
+        session_task = Some((task, stop));
     }
     Ok(ClusterTasks {
         node,
+        session: session_task,
         tasks,
         shutdown,
     })
@@ -277,6 +284,10 @@ async fn publish(
 impl ClusterTasks {
     /// Stops the tasks, then the Raft node.
     pub async fn stop(self) {
+        if let Some((task, stop)) = self.session {
+            stop.trigger();
+            task.await;
+        }
         self.shutdown.trigger();
         for task in self.tasks {
             task.await;

@@ -59,23 +59,46 @@ pub async fn run(
                 leader: status.leader,
             }),
             (Some((request, reply)), Some((_, controller))) => {
-                let response = answer(&node, controller, request, now_ms()).await;
+                // Shutdown does not wait for a proposal that cannot commit (no quorum).
+                let response =
+                    futures_lite::future::or(answer(&node, controller, request, now_ms()), async {
+                        shutdown.wait().await;
+                        ControllerResponse::NotController { leader: None }
+                    })
+                    .await;
                 reply.send(response);
             }
             (None, Some((_, controller))) => {
                 let records = controller.tick(&node.view().get(), now_ms());
-                propose(&node, records).await;
+                futures_lite::future::or(
+                    async {
+                        propose(&node, records).await;
+                    },
+                    shutdown.wait(),
+                )
+                .await;
             }
             (None, None) => {}
         }
     }
 }
 
+/// How long a decision may take to commit before the request is answered without it (a
+/// leader that lost its quorum would wait forever). The records may still commit later;
+/// they carry the versions they were decided on, so a late one is harmless.
+const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
 async fn propose(node: &QuorumNode, records: Vec<MetadataRecord>) -> Option<ProposeError> {
     if records.is_empty() {
         return None;
     }
-    match node.propose(records).await {
+    let timed_out = async {
+        runtime::sleep(PROPOSE_TIMEOUT).await;
+        Err(ProposeError::Failed(format!(
+            "not committed within {PROPOSE_TIMEOUT:?}"
+        )))
+    };
+    match futures_lite::future::or(node.propose(records), timed_out).await {
         Ok(_) => None,
         Err(e) => {
             tracing::debug!(error = %e, "controller decision not committed");

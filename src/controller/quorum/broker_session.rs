@@ -3,6 +3,10 @@
 //! metadata offset applied here. The controller is found by asking any voter: one that is
 //! not the leader names it. A heartbeat refused (a stale epoch: the controller fenced and
 //! forgot this registration) makes the broker register again, with a new epoch.
+//!
+//! On shutdown the broker asks to be fenced (controlled shutdown: a heartbeat with
+//! `want_shutdown`), so the controller moves its leaderships away now rather than after a
+//! session timeout; one bounded attempt, the session timeout covers a failed one.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -105,5 +109,26 @@ pub async fn run(
             (config.heartbeat_interval / 4).max(Duration::from_millis(20))
         };
         futures_lite::future::or(runtime::sleep(wait), shutdown.wait()).await;
+    }
+    if let Some(broker_epoch) = epoch {
+        let farewell = ControllerRequest::BrokerHeartbeat(Heartbeat {
+            broker_id: config.broker_id,
+            broker_epoch,
+            applied_offset: applied(),
+            want_fence: true,
+            want_shutdown: true,
+        });
+        match clients[target]
+            .call(&farewell, config.request_timeout)
+            .await
+        {
+            Ok(ControllerResponse::Heartbeat(_)) => {
+                tracing::info!("controlled shutdown: the controller fences this broker")
+            }
+            other => tracing::info!(
+                answer = ?other.map(|_| ()),
+                "controlled shutdown not confirmed; the session timeout will fence this broker"
+            ),
+        }
     }
 }

@@ -66,6 +66,9 @@ impl QuorumConfig {
             heartbeat_interval: self.heartbeat_interval_ms.clamp(1, min - 1),
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_after_entries.max(1)),
             max_in_snapshot_log_to_keep: 0,
+            // Chunks travel as JSON, where bytes take up to 4 characters each: 1 MiB chunks
+            // stay well inside the RPC frame limit (wire.rs).
+            snapshot_max_chunk_size: 1024 * 1024,
             ..Config::default()
         }
         .validate()
