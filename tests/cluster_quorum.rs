@@ -13,6 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use broker::{parse_listen_line, stdout_lines, Client, START_WAIT, WAIT};
+use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterResponse;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::ApiKey;
@@ -288,6 +290,19 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
     let brokers = status["brokers"].as_array().expect("brokers");
     assert_eq!(brokers.len(), 3, "{status}");
     assert!(brokers.iter().all(|b| b["fenced"] == false), "{status}");
+    let described: DescribeClusterResponse = Client::connect(nodes[2].addr).call(
+        ApiKey::DescribeCluster,
+        0,
+        &DescribeClusterRequest::default(),
+    );
+    let mut described_ids: Vec<i32> = described.brokers.iter().map(|b| b.broker_id.0).collect();
+    described_ids.sort();
+    assert_eq!(
+        described_ids,
+        vec![1, 2, 3],
+        "DescribeCluster lists them too"
+    );
+    assert_eq!(described.cluster_id.to_string(), cluster_id.to_string());
     let metrics = http_get(metrics_port, "/metrics");
     assert!(metrics.contains("ringbroker_brokers_live 3"), "{metrics}");
     assert!(

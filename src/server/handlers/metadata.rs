@@ -134,26 +134,25 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let mut controller_id = node_id;
     // Cluster mode: every live broker the applied metadata log lists (until this broker
     // has seen any, it answers for itself alone).
-    if let Some(cluster) = shard.cluster.get() {
-        cluster_id = cluster.cluster_id.clone();
-        let summary = cluster.get();
-        if !summary.brokers.is_empty() {
-            response.brokers = summary
+    if let Some(cluster) = super::cluster_answer(shard) {
+        cluster_id = cluster.cluster_id;
+        if !cluster.brokers.is_empty() {
+            response.brokers = cluster
                 .brokers
-                .iter()
+                .into_iter()
                 .map(|b| {
                     let mut broker = MetadataResponseBroker::default();
                     broker.node_id = BrokerId(b.id.0);
-                    broker.host = str_bytes(b.host.clone());
+                    broker.host = str_bytes(b.host);
                     broker.port = i32::from(b.port);
                     if version >= 1 {
-                        broker.rack = b.rack.clone().map(str_bytes);
+                        broker.rack = b.rack.map(str_bytes);
                     }
                     broker
                 })
                 .collect();
         }
-        if let Some(c) = summary.client_controller() {
+        if let Some(c) = cluster.controller {
             controller_id = c.0;
         }
     }
