@@ -154,7 +154,13 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
-        Command::Serve(args) if args.check_config => match serve_config(args) {
+        // The KRaft properties' rules span several of them: checked together here too.
+        Command::Serve(args) if args.check_config => match serve_config(args)
+            .map_err(|e| e.to_string())
+            .and_then(|config| match ringbroker::server::cluster::check(&config) {
+                Ok(_) => Ok(config),
+                Err(e) => Err(e.to_string()),
+            }) {
             Ok(config) => {
                 use std::io::Write;
                 let mut text = ringbroker::config_listing::render(&config.effective_properties());

@@ -61,10 +61,16 @@ pub struct ClusterSetup {
     pub published: Arc<PublishedCluster>,
 }
 
+/// The cluster configuration of `config` checked as a whole, without touching the data
+/// directory (`serve --check-config`); `None` on a single-node broker.
+pub fn check(config: &BrokerConfig) -> Result<Option<KraftConfig>, ClusterStartError> {
+    Ok(KraftConfig::from_properties(&config.cluster_properties())?)
+}
+
 /// The cluster configuration of `config`, with its data directory claimed; `None` on a
 /// single-node broker.
 pub fn prepare(config: &BrokerConfig) -> Result<Option<ClusterSetup>, ClusterStartError> {
-    let Some(kraft) = KraftConfig::from_properties(&config.cluster_properties())? else {
+    let Some(kraft) = check(config)? else {
         return Ok(None);
     };
     let cluster_id = claim_data_dir(&config.data_dir, &kraft)?;
