@@ -29,6 +29,8 @@ pub mod wire;
 mod cluster_tests;
 #[cfg(test)]
 mod log_store_tests;
+#[cfg(test)]
+mod state_machine_tests;
 
 use std::io::Cursor;
 
