@@ -5,7 +5,7 @@
 //! rename, directory fsync) before `save_vote` returns. Entries are also kept in memory (the
 //! metadata log is small and purged after every snapshot), so reads never wait for the disk.
 //!
-//! File layout (`log`): frames ([`super::frame`]) whose payloads are [`LogFileRecord`]s in
+//! File layout (`log`): frames ([`super::frame`]) whose payloads are `LogFileRecord`s in
 //! JSON: optionally one `Purged` first (the last log id a snapshot replaced), then entries with
 //! consecutive indexes. Truncation cuts the file at an entry's frame; a purge rewrites the
 //! file (purges follow snapshots, which are rare) and replaces it atomically. On open, a torn

@@ -10,7 +10,7 @@
 //! - `snapshot`: the last snapshot (its meta and the [`super::snapshot`] bytes).
 //!
 //! The pieces, one per file: [`log_store`] (openraft's log storage), [`state_machine`]
-//! (applies entries to [`ClusterMetadata`]), [`wire`] and [`network`] (RPCs over TCP on the
+//! (applies entries to [`super::ClusterMetadata`]), [`wire`] and [`network`] (RPCs over TCP on the
 //! CONTROLLER listener), [`server`] (answers them) and [`node`] (starts it all and offers
 //! propose / committed metadata / leader).
 
