@@ -151,6 +151,11 @@ pub struct BrokerConfig {
     /// `ringbroker.disk.free.warn.percent`: warn when less than this percentage of the
     /// filesystem is free; 0 disables this threshold. Either threshold crossed warns.
     pub disk_free_warn_percent: u64,
+    /// The KRaft properties as given (`controller.quorum.voters`, `process.roles`, ...; also
+    /// `listeners` and `advertised.listeners` in full): parsed together by
+    /// `controller::kraft_config` when the broker starts, because their rules span several
+    /// properties. Without `controller.quorum.voters` they change nothing (single node).
+    cluster: BTreeMap<&'static str, String>,
     /// Canonical names of the properties set explicitly (file, `--set`, flags), for
     /// `serve --check-config`.
     explicit: BTreeSet<&'static str>,
@@ -195,6 +200,7 @@ impl Default for BrokerConfig {
             slow_fsync_warn_ms: DEFAULT_SLOW_FSYNC_WARN_MS,
             disk_free_warn_bytes: DEFAULT_DISK_FREE_WARN_BYTES,
             disk_free_warn_percent: DEFAULT_DISK_FREE_WARN_PERCENT,
+            cluster: BTreeMap::new(),
             explicit: BTreeSet::new(),
         }
     }
@@ -280,6 +286,79 @@ impl BrokerConfig {
         self.explicit.insert("log.dirs");
     }
 
+    /// The KRaft properties (Kafka's names) as `controller::kraft_config` reads them: what was
+    /// set, plus `node.id`. Empty of `controller.quorum.voters` in single-node mode.
+    pub fn cluster_properties(&self) -> BTreeMap<String, String> {
+        let mut props: BTreeMap<String, String> = self
+            .cluster
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        props.insert("node.id".to_string(), self.node_id.to_string());
+        props
+    }
+
+    /// A KRaft property's value as given, or its default (as listed by `--check-config`).
+    pub fn cluster_property(&self, name: &str) -> String {
+        if let Some(v) = self.cluster.get(name) {
+            return v.clone();
+        }
+        CLUSTER_PROPERTY_DEFAULTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_default()
+    }
+
+    /// `listeners` or `advertised.listeners` in full as given (several listeners), if set.
+    pub fn cluster_listeners(&self, name: &str) -> Option<String> {
+        self.cluster.get(name).cloned()
+    }
+
+    /// Whether `controller.quorum.voters` is set: the broker is part of a cluster.
+    pub fn is_cluster_mode(&self) -> bool {
+        self.cluster.contains_key("controller.quorum.voters")
+    }
+
+    fn controller_listener_names(&self) -> Vec<String> {
+        self.cluster_property("controller.listener.names")
+            .split(',')
+            .map(|n| n.trim().to_ascii_uppercase())
+            .filter(|n| !n.is_empty())
+            .collect()
+    }
+
+    /// The first entry of a listener list that is not a controller listener: the one
+    /// clients use (`listeners=PLAINTEXT://...,CONTROLLER://...`).
+    fn client_listener<'a>(&self, value: &'a str) -> &'a str {
+        let names = self.controller_listener_names();
+        let entries = || value.split(',').map(str::trim).filter(|e| !e.is_empty());
+        entries()
+            .find(|e| {
+                e.split_once("://")
+                    .is_none_or(|(name, _)| !names.contains(&name.trim().to_ascii_uppercase()))
+            })
+            .or_else(|| entries().next())
+            .unwrap_or(value)
+    }
+
+    fn set_listeners(&mut self) -> Result<(), String> {
+        if let Some(value) = self.cluster.get("listeners").cloned() {
+            self.listen = parse_listener(self.client_listener(&value))?;
+            if !self.advertised_explicit {
+                self.advertised_host = self.listen.ip().to_string();
+                self.advertised_port = self.listen.port();
+            }
+        }
+        if let Some(value) = self.cluster.get("advertised.listeners").cloned() {
+            let (host, port) = parse_host_port(self.client_listener(&value))?;
+            self.advertised_host = host;
+            self.advertised_port = port;
+            self.advertised_explicit = true;
+        }
+        Ok(())
+    }
+
     /// Whether the property (by canonical name) was set rather than left at its default.
     pub fn is_explicit(&self, canonical_name: &str) -> bool {
         self.explicit.contains(canonical_name)
@@ -327,18 +406,33 @@ impl BrokerConfig {
         };
         match name {
             "node.id" | "broker.id" => self.node_id = narrow(int(value)?).map_err(bad)?,
-            "listeners" => {
-                self.listen = parse_listener(value).map_err(bad)?;
-                if !self.advertised_explicit {
-                    self.advertised_host = self.listen.ip().to_string();
-                    self.advertised_port = self.listen.port();
+            "listeners" | "advertised.listeners" => {
+                let previous = self.cluster.insert(cluster_key(name), value.trim().to_string());
+                if let Err(e) = self.set_listeners() {
+                    match previous {
+                        Some(p) => self.cluster.insert(cluster_key(name), p),
+                        None => self.cluster.remove(name),
+                    };
+                    return Err(bad(e));
                 }
             }
-            "advertised.listeners" => {
-                let (host, port) = parse_host_port(value).map_err(bad)?;
-                self.advertised_host = host;
-                self.advertised_port = port;
-                self.advertised_explicit = true;
+            "controller.listener.names" => {
+                self.cluster.insert(cluster_key(name), value.trim().to_string());
+                self.set_listeners().map_err(bad)?;
+            }
+            "broker.heartbeat.interval.ms"
+            | "broker.session.timeout.ms"
+            | "controller.quorum.election.timeout.ms"
+            | "default.replication.factor" => {
+                positive(value)?;
+                self.cluster.insert(cluster_key(name), value.trim().to_string());
+            }
+            "process.roles" | "controller.quorum.voters" | "cluster.id" | "broker.rack" => {
+                // Empty is "not set" (the value `--check-config` lists for an unset one).
+                match value.trim() {
+                    "" => self.cluster.remove(name),
+                    v => self.cluster.insert(cluster_key(name), v.to_string()),
+                };
             }
             "log.dirs" | "log.dir" => {
                 // Kafka's list syntax: comma-separated, blanks and empty entries ignored.
@@ -490,6 +584,29 @@ impl BrokerConfig {
         }
         Ok(())
     }
+}
+
+/// Defaults of the KRaft properties, as Kafka lists them (empty: not set).
+pub const CLUSTER_PROPERTY_DEFAULTS: &[(&str, &str)] = &[
+    ("broker.heartbeat.interval.ms", "2000"),
+    ("broker.rack", ""),
+    ("broker.session.timeout.ms", "9000"),
+    ("cluster.id", ""),
+    ("controller.listener.names", "CONTROLLER"),
+    ("controller.quorum.election.timeout.ms", "1000"),
+    ("controller.quorum.voters", ""),
+    ("default.replication.factor", "1"),
+    ("process.roles", ""),
+];
+
+/// The `'static` name under which a KRaft property is kept.
+fn cluster_key(name: &str) -> &'static str {
+    CLUSTER_PROPERTY_DEFAULTS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(["listeners", "advertised.listeners"])
+        .find(|n| *n == name)
+        .unwrap_or("listeners")
 }
 
 /// A quarter of `total` RAM over `shards`, within [16 MiB, 256 MiB].

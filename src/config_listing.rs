@@ -34,17 +34,33 @@ macro_rules! prop {
 
 /// Every broker property, sorted by name.
 pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
-    prop!("advertised.listeners", |c| format!(
-        "PLAINTEXT://{}:{}",
-        bracket_ipv6(&c.advertised_host),
-        c.advertised_port
-    )),
+    prop!("advertised.listeners", |c| c
+        .cluster_listeners("advertised.listeners")
+        .unwrap_or_else(|| format!(
+            "PLAINTEXT://{}:{}",
+            bracket_ipv6(&c.advertised_host),
+            c.advertised_port
+        ))),
     prop!("auto.create.topics.enable", |c| c
         .auto_create_topics
         .to_string()),
+    prop!("broker.heartbeat.interval.ms", |c| c
+        .cluster_property("broker.heartbeat.interval.ms")),
+    prop!("broker.rack", |c| c.cluster_property("broker.rack")),
+    prop!("broker.session.timeout.ms", |c| c
+        .cluster_property("broker.session.timeout.ms")),
+    prop!("cluster.id", |c| c.cluster_property("cluster.id")),
     prop!("connections.max.idle.ms", |c| c
         .connections_max_idle_ms
         .to_string()),
+    prop!("controller.listener.names", |c| c
+        .cluster_property("controller.listener.names")),
+    prop!("controller.quorum.election.timeout.ms", |c| c
+        .cluster_property("controller.quorum.election.timeout.ms")),
+    prop!("controller.quorum.voters", |c| c
+        .cluster_property("controller.quorum.voters")),
+    prop!("default.replication.factor", |c| c
+        .cluster_property("default.replication.factor")),
     prop!("fetch.max.bytes", |c| c.fetch_max_bytes.to_string()),
     prop!("group.initial.rebalance.delay.ms", |c| c
         .group
@@ -59,7 +75,9 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         .group
         .min_session_timeout_ms
         .to_string()),
-    prop!("listeners", |c| format!("PLAINTEXT://{}", c.listen)),
+    prop!("listeners", |c| c
+        .cluster_listeners("listeners")
+        .unwrap_or_else(|| format!("PLAINTEXT://{}", c.listen))),
     prop!("log.dirs", &["log.dir"], |c| c
         .data_dir
         .display()
@@ -131,6 +149,7 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         .group
         .offsets_partitions
         .to_string()),
+    prop!("process.roles", |c| c.cluster_property("process.roles")),
     prop!("producer.id.expiration.ms", |c| c
         .producer_id_expiration_ms
         .to_string()),

@@ -45,12 +45,17 @@ impl FromStr for LogFormat {
 /// The level used when neither `--log-level` nor `RUST_LOG` says otherwise.
 pub const DEFAULT_LEVEL: &str = "info";
 
-/// The filter in effect: `RUST_LOG` if set (and not empty), else `level`, else info.
+/// Added to a plain level: openraft logs every vote and append at info, which would drown
+/// the broker's own lines (RUST_LOG can still ask for them).
+const DEPENDENCY_LEVELS: &str = "openraft=warn";
+
+/// The filter in effect: `RUST_LOG` if set (and not empty), else `level`, else info (the
+/// latter two with [`DEPENDENCY_LEVELS`]).
 pub fn filter_directives(rust_log: Option<&str>, level: Option<&str>) -> String {
     match (rust_log.map(str::trim), level.map(str::trim)) {
         (Some(env), _) if !env.is_empty() => env.to_string(),
-        (_, Some(level)) if !level.is_empty() => level.to_string(),
-        _ => DEFAULT_LEVEL.to_string(),
+        (_, Some(level)) if !level.is_empty() => format!("{level},{DEPENDENCY_LEVELS}"),
+        _ => format!("{DEFAULT_LEVEL},{DEPENDENCY_LEVELS}"),
     }
 }
 
@@ -88,13 +93,19 @@ mod tests {
 
     #[test]
     fn rust_log_wins_over_the_level_flag() {
-        assert_eq!(filter_directives(None, None), "info");
-        assert_eq!(filter_directives(None, Some("debug")), "debug");
+        assert_eq!(filter_directives(None, None), "info,openraft=warn");
+        assert_eq!(
+            filter_directives(None, Some("debug")),
+            "debug,openraft=warn"
+        );
         assert_eq!(
             filter_directives(Some("warn,ringbroker::log=trace"), Some("debug")),
             "warn,ringbroker::log=trace"
         );
-        assert_eq!(filter_directives(Some(" "), Some("error")), "error");
+        assert_eq!(
+            filter_directives(Some(" "), Some("error")),
+            "error,openraft=warn"
+        );
     }
 
     #[test]

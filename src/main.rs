@@ -67,6 +67,12 @@ enum Command {
     ///   ringbroker group reset-offsets billing --topic orders --to-earliest --execute
     #[command(subcommand, verbatim_doc_comment)]
     Group(ringbroker::cli::group::GroupCommand),
+    /// The cluster (cluster mode): the metadata quorum and the brokers
+    ///
+    /// Example:
+    ///   ringbroker cluster status --controller 127.0.0.1:29091 --format json
+    #[command(subcommand, verbatim_doc_comment)]
+    Cluster(ringbroker::cli::cluster::ClusterCommand),
     /// Produce records from stdin or a file, one per line (like kcat -P)
     ///
     /// Waits for every delivery; prints a summary on stderr; exit code 1 if any record failed.
@@ -148,7 +154,13 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
-        Command::Serve(args) if args.check_config => match serve_config(args) {
+        // The KRaft properties' rules span several of them: checked together here too.
+        Command::Serve(args) if args.check_config => match serve_config(args)
+            .map_err(|e| e.to_string())
+            .and_then(|config| match ringbroker::server::cluster::check(&config) {
+                Ok(_) => Ok(config),
+                Err(e) => Err(e.to_string()),
+            }) {
             Ok(config) => {
                 use std::io::Write;
                 let mut text = ringbroker::config_listing::render(&config.effective_properties());
@@ -200,6 +212,13 @@ fn main() -> ExitCode {
         },
         Command::Produce(args) => match ringbroker::cli::produce::run(args) {
             Ok(outcome) => outcome.exit_code(),
+            Err(e) => {
+                eprintln!("error: {e}");
+                e.exit_code()
+            }
+        },
+        Command::Cluster(command) => match ringbroker::cli::cluster::run(command) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
                 e.exit_code()

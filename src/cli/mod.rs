@@ -1,6 +1,7 @@
 //! The admin and client commands of `ringbroker` (topic, group, produce, consume): what an
 //! operator runs against any Kafka-compatible broker, the way rpk serves Redpanda users.
 //!
+//! - [`cluster`]: `ringbroker cluster status`: the metadata quorum and the brokers
 //! - [`connect`]: the `--bootstrap`/`--timeout` options every command shares
 //! - [`explain`]: errors for humans: Kafka codes by name with a one-line explanation
 //! - [`table`]: `--format table|json`: aligned tables for people, JSON for scripts
@@ -10,6 +11,7 @@
 //! - [`consume`]: `ringbroker consume`: print records (as [`record_format`] says), optionally
 //!   as a consumer group member
 //! - [`topic_exists`]: the "does the topic exist" check of produce and consume
+pub mod cluster;
 pub mod connect;
 pub mod consume;
 pub mod explain;

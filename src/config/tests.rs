@@ -277,3 +277,44 @@ fn checkpoint_interval_defaults_to_kafkas_and_parses() {
         .set("log.flush.offset.checkpoint.interval.ms", "0")
         .is_err());
 }
+
+/// Kafka's KRaft names are accepted; the client listener is the first one that is not a
+/// controller listener, and the whole set reaches `controller::kraft_config`.
+#[test]
+fn kraft_properties_are_accepted_and_parsed_together() {
+    let mut c = BrokerConfig::default();
+    assert!(!c.is_cluster_mode());
+    c.set("node.id", "2").expect("node.id");
+    c.set(
+        "listeners",
+        "CONTROLLER://127.0.0.1:29092,PLAINTEXT://127.0.0.1:19092",
+    )
+    .expect("listeners");
+    assert_eq!(
+        c.listen.port(),
+        19092,
+        "the client listener, not CONTROLLER"
+    );
+    assert_eq!(c.advertised_port, 19092);
+    c.set(
+        "controller.quorum.voters",
+        "1@127.0.0.1:29091,2@127.0.0.1:29092",
+    )
+    .expect("voters");
+    c.set("broker.session.timeout.ms", "3000").expect("session");
+    c.set("broker.rack", "r1").expect("rack");
+    assert!(c.is_cluster_mode());
+    assert!(c.set("broker.heartbeat.interval.ms", "-5").is_err());
+    let kraft =
+        crate::controller::kraft_config::KraftConfig::from_properties(&c.cluster_properties())
+            .expect("valid")
+            .expect("cluster mode");
+    assert_eq!(kraft.node_id.0, 2);
+    assert!(kraft.roles.controller && kraft.roles.broker);
+    assert_eq!(kraft.session_timeout_ms, 3000);
+    assert_eq!(kraft.rack.as_deref(), Some("r1"));
+    assert_eq!(kraft.advertised_listeners.len(), 1);
+    // Empty means unset: back to single node.
+    c.set("controller.quorum.voters", "").expect("unset");
+    assert!(!c.is_cluster_mode());
+}

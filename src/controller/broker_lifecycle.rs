@@ -7,6 +7,7 @@
 //! its registration, it is unfenced. A heartbeat asking to shut down fences it, which moves
 //! its leaderships away first (controlled shutdown).
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::active_controller::ActiveController;
@@ -15,7 +16,7 @@ use super::error::ControllerError;
 use super::ids::{BrokerEpoch, BrokerId, MetadataOffset};
 use super::records::{Endpoint, MetadataRecord, RegisterBroker};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistrationRequest {
     pub broker_id: BrokerId,
     pub incarnation: Uuid,
@@ -23,7 +24,7 @@ pub struct BrokerRegistrationRequest {
     pub rack: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Heartbeat {
     pub broker_id: BrokerId,
     pub broker_epoch: BrokerEpoch,
@@ -34,7 +35,7 @@ pub struct Heartbeat {
     pub want_shutdown: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeartbeatReply {
     /// As committed; the records returned alongside may change it.
     pub fenced: bool,

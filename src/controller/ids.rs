@@ -28,7 +28,8 @@ id_type!(
 pub type NodeId = BrokerId;
 
 id_type!(
-    /// The position of a record in the committed metadata log (Raft's log index).
+    /// The position of a record in the committed metadata log, counted in records from 1
+    /// (a Raft entry carries a batch of them: `quorum/mod.rs`).
     MetadataOffset(u64)
 );
 

@@ -1,7 +1,8 @@
 //! The KRaft properties (Kafka's names, so operators recognise them), parsed and validated as
-//! pure functions. Not wired into `serve` yet: `BrokerConfig` still refuses these names, and
-//! without `controller.quorum.voters` [`KraftConfig::from_properties`] returns `None`, which
-//! is the single-node broker exactly as before.
+//! pure functions. `BrokerConfig` keeps them as given (`cluster_properties`) and `serve`
+//! checks them here, together; without `controller.quorum.voters`
+//! [`KraftConfig::from_properties`] returns `None`, which is the single-node broker exactly
+//! as before.
 
 use std::collections::BTreeMap;
 

@@ -24,6 +24,10 @@
 //! - the current leader (`Option<NodeId>` plus its term): the node whose
 //!   [`ActiveController`] decides; a new term creates a new `ActiveController` (which
 //!   restarts every broker's session grace period).
+//!
+//! The seam is implemented in [`quorum`] (openraft's storage, state machine and network,
+//! plus the active controller's loop and the broker's session); [`published`] is what the
+//! shards read of the applied metadata.
 
 pub mod active_controller;
 pub mod alter_partition;
@@ -38,6 +42,8 @@ pub mod image;
 pub mod kraft_config;
 pub mod meta_properties;
 pub mod placement;
+pub mod published;
+pub mod quorum;
 pub mod records;
 #[cfg(test)]
 mod sim_tests;

@@ -127,7 +127,10 @@ async fn serve_one(shard: &Rc<Shard>, mut stream: TcpStream) {
         Some(Err(e)) => http::error_response(e.status(), &e.to_string()),
         Some(Ok(Some(head))) => match head.path.as_str() {
             METRICS_PATH => {
-                let body = prometheus_text::render(&shard.collect_metrics().await);
+                let mut body = prometheus_text::render(&shard.collect_metrics().await);
+                if let Some(cluster) = shard.cluster.get() {
+                    body.push_str(&prometheus_text::render_cluster(&cluster.get()));
+                }
                 http::response(
                     Status::Ok,
                     prometheus_text::CONTENT_TYPE,

@@ -14,6 +14,38 @@ use super::snapshot::{group_lag, PartitionStats, ShardMetrics};
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// The cluster-mode gauges, from the summary shard 0 published last.
+pub fn render_cluster(summary: &crate::controller::published::ClusterSummary) -> String {
+    let mut out = Text::default();
+    let gauges: [(&str, &str, f64); 4] = [
+        (
+            "ringbroker_controller_leader",
+            "Node id of the active controller (the metadata quorum's leader); -1 when none is known.",
+            summary.controller.map_or(-1.0, |c| f64::from(c.0)),
+        ),
+        (
+            "ringbroker_metadata_offset",
+            "Offset of the last metadata record applied by this broker; -1 before the first.",
+            summary.metadata_offset.map_or(-1.0, |o| o.0 as f64),
+        ),
+        (
+            "ringbroker_brokers_live",
+            "Registered brokers that are not fenced.",
+            summary.brokers.len() as f64,
+        ),
+        (
+            "ringbroker_brokers_fenced",
+            "Registered brokers that are fenced.",
+            summary.fenced.len() as f64,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        out.family(name, "gauge", help);
+        out.sample(name, &[], value);
+    }
+    out.text
+}
+
 /// Renders every shard's metrics.
 pub fn render(shards: &[ShardMetrics]) -> String {
     let mut out = Text::default();

@@ -16,6 +16,7 @@
 mod buffer_pool;
 pub mod fault;
 mod file;
+pub mod raft_runtime;
 pub mod stall;
 pub mod stream_halves;
 pub mod write_buffer;
@@ -258,6 +259,14 @@ pub fn now_ms() -> i64 {
 
 /// A TCP connection; read and write it with the `futures_lite` I/O traits.
 pub type TcpStream = glommio::net::TcpStream;
+
+/// Opens a TCP connection (no Nagle: requests are small and wait for their answers), giving
+/// up after `timeout`.
+pub async fn connect(addr: std::net::SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let stream = glommio::net::TcpStream::connect_timeout(addr, timeout).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
 
 /// A listening socket of the current shard. glommio binds with SO_REUSEPORT, so every shard
 /// binds the same address and the kernel spreads connections across them.

@@ -7,6 +7,7 @@
 //! let in-flight requests finish, close every log cleanly and exit 0.
 
 pub mod accept;
+pub mod cluster;
 pub mod connection;
 pub mod connection_limits;
 mod connection_timeouts;
@@ -55,6 +56,8 @@ pub enum ServerError {
     Metrics(#[from] crate::metrics::endpoint::EndpointError),
     #[error("shard {shard} failed: {reason}")]
     Shard { shard: usize, reason: String },
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterStartError),
 }
 
 /// The signals that stop the broker cleanly.
@@ -125,6 +128,8 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     let started = std::time::Instant::now();
     let _lock = DataDirLock::acquire(&config.data_dir)?;
     let _fsync_failpoint = fsync_failpoint(&config.data_dir);
+    // Cluster mode is checked (and the data dir claimed) before anything listens.
+    let cluster = cluster::prepare(&config)?.map(Arc::new);
     let listen = check_port_free(config.listen)?;
     if config.listen.port() == 0 && config.advertised_follows_listeners() {
         config.advertised_port = listen.port();
@@ -176,7 +181,7 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
         let id = ctx.id();
         async move {
-            let result = shard_main(ctx, config, stop, ready, limits).await;
+            let result = shard_main(ctx, config, stop, ready, limits, cluster).await;
             if let Err(reason) = &result {
                 // Never half alive: the other shards stop as on SIGTERM, and the process
                 // exits non-zero.
@@ -320,6 +325,7 @@ async fn shard_main(
     stop: Arc<AtomicBool>,
     ready: Arc<Ready>,
     limits: Arc<ConnectionLimits>,
+    cluster: Option<Arc<cluster::ClusterSetup>>,
 ) -> Result<(), String> {
     let listen = config.listen;
     if failpoint("shard-start", ctx.id()) {
@@ -332,6 +338,16 @@ async fn shard_main(
     shard.serve_mesh(inboxes);
     shard.publish_offline_partitions().await;
     shard.ensure_offsets_topic().await;
+    let mut cluster_tasks = None;
+    if let Some(setup) = &cluster {
+        let _ = shard.cluster.set(Arc::clone(&setup.published));
+        if shard.id == 0 {
+            let tasks = cluster::start(setup, &shard.config)
+                .await
+                .map_err(|e| e.to_string())?;
+            cluster_tasks = Some(tasks);
+        }
+    }
     let listener =
         TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let metrics_listener = crate::metrics::endpoint::bind(shard.id, &shard.config);
@@ -443,6 +459,9 @@ async fn shard_main(
     tracing::info!(shard = shard.id, "shutting down: no new connections");
     shutdown.trigger();
     shard.close_groups();
+    if let Some(tasks) = cluster_tasks {
+        tasks.stop().await;
+    }
     accept_task.await;
     housekeeping.await;
     let drained = connections.all_closed();

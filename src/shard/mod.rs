@@ -85,6 +85,9 @@ pub struct Shard {
     pub produce_memory: MemoryBudget,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
     pub fetch_sessions: RefCell<fetch_session::FetchSessions>,
+    /// Cluster mode: the live brokers and controller that shard 0 publishes from the
+    /// metadata log (set once at start; unset on a single-node broker).
+    pub cluster: std::cell::OnceCell<Arc<crate::controller::published::PublishedCluster>>,
 }
 
 impl Shard {
@@ -138,6 +141,7 @@ impl Shard {
                 fetch_session_slots,
                 first_session_id(id),
             )),
+            cluster: std::cell::OnceCell::new(),
         });
         let meta = shard.metadata();
         if id == 0 {

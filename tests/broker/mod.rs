@@ -144,19 +144,9 @@ impl Broker {
             .stderr(Stdio::from(log))
             .spawn()
             .expect("spawn the broker");
-        let stdout = child.stdout.take().expect("broker stdout");
+        // Port 0: the broker prints the port it got.
+        let rx = stdout_lines(&mut child);
         self.child = Some(child);
-        // Port 0: the broker prints the port it got. The reader thread also keeps the pipe
-        // drained until the broker exits.
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         let deadline = Instant::now() + START_WAIT;
         self.addr = loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -310,7 +300,24 @@ fn broker_binary() -> std::ffi::OsString {
     std::env::var_os("RINGBROKER_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ringbroker").into())
 }
 
-fn parse_listen_line(line: &str) -> Option<SocketAddr> {
+/// The lines the process prints on stdout. The reader thread also keeps the pipe drained
+/// until the process exits (then the receiver reports the end).
+pub fn stdout_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("a piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The address of the broker's `listening on ADDR` line.
+pub fn parse_listen_line(line: &str) -> Option<SocketAddr> {
     let rest = line.split("listening on ").nth(1)?;
     rest.split_whitespace().next()?.parse().ok()
 }

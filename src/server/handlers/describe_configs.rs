@@ -17,7 +17,7 @@ use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
 use crate::config::topic_properties::{
-    TOPIC_PROPERTIES, TYPE_BOOLEAN, TYPE_INT, TYPE_LONG, TYPE_STRING,
+    TOPIC_PROPERTIES, TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG, TYPE_STRING,
 };
 use crate::config::{topic_log_config, BrokerConfig};
 use crate::log::LogConfig;
@@ -210,13 +210,13 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
         ),
         (
             "listeners",
-            format!("PLAINTEXT://{}", c.listen),
+            listed_value(c, "listeners"),
             TYPE_STRING,
-            "The address every shard listens on.",
+            "The addresses listened on: clients' (every shard), and CONTROLLER's in a cluster.",
         ),
         (
             "advertised.listeners",
-            format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port),
+            listed_value(c, "advertised.listeners"),
             TYPE_STRING,
             "The address given to clients in Metadata.",
         ),
@@ -402,6 +402,59 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Warn when less than this percentage of the filesystem is free; 0 disables.",
         ),
     ];
+    // The KRaft properties (cluster mode), as `--check-config` lists them.
+    const CLUSTER_DOCS: &[(&str, i8, &str)] = &[
+        (
+            "broker.heartbeat.interval.ms",
+            TYPE_INT,
+            "How often a broker heartbeats the active controller.",
+        ),
+        (
+            "broker.rack",
+            TYPE_STRING,
+            "This broker's rack: replicas are spread over racks.",
+        ),
+        (
+            "broker.session.timeout.ms",
+            TYPE_INT,
+            "A broker silent this long is fenced.",
+        ),
+        (
+            "cluster.id",
+            TYPE_STRING,
+            "The cluster's id (meta.properties); generated when not set.",
+        ),
+        (
+            "controller.listener.names",
+            TYPE_LIST,
+            "Listeners the controller quorum uses.",
+        ),
+        (
+            "controller.quorum.election.timeout.ms",
+            TYPE_INT,
+            "Shortest Raft election timeout of the metadata quorum.",
+        ),
+        (
+            "controller.quorum.voters",
+            TYPE_LIST,
+            "The metadata quorum: id@host:port,... (unset: single node).",
+        ),
+        (
+            "default.replication.factor",
+            TYPE_INT,
+            "Replication factor of topics created without one.",
+        ),
+        (
+            "process.roles",
+            TYPE_LIST,
+            "broker, controller, or both (default: both for a voter).",
+        ),
+    ];
+    props.extend(
+        CLUSTER_DOCS
+            .iter()
+            .map(|(name, kind, doc)| (*name, listed_value(c, name), *kind, *doc)),
+    );
     // The topic defaults (`log.*`, `message.max.bytes`, ...), under their broker names.
     let no_overrides = std::collections::BTreeMap::new();
     for p in TOPIC_PROPERTIES {

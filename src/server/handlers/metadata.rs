@@ -130,11 +130,37 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     broker.port = i32::from(config.advertised_port);
     let mut response = MetadataResponse::default();
     response.brokers = vec![broker];
+    let mut cluster_id = meta.cluster_id.clone();
+    let mut controller_id = node_id;
+    // Cluster mode: every live broker the applied metadata log lists (until this broker
+    // has seen any, it answers for itself alone).
+    if let Some(cluster) = super::cluster_answer(shard) {
+        cluster_id = cluster.cluster_id;
+        if !cluster.brokers.is_empty() {
+            response.brokers = cluster
+                .brokers
+                .into_iter()
+                .map(|b| {
+                    let mut broker = MetadataResponseBroker::default();
+                    broker.node_id = BrokerId(b.id.0);
+                    broker.host = str_bytes(b.host);
+                    broker.port = i32::from(b.port);
+                    if version >= 1 {
+                        broker.rack = b.rack.map(str_bytes);
+                    }
+                    broker
+                })
+                .collect();
+        }
+        if let Some(c) = cluster.controller {
+            controller_id = c.0;
+        }
+    }
     if version >= 2 {
-        response.cluster_id = Some(str_bytes(meta.cluster_id.clone()));
+        response.cluster_id = Some(str_bytes(cluster_id));
     }
     if version >= 1 {
-        response.controller_id = BrokerId(node_id);
+        response.controller_id = BrokerId(controller_id);
     }
     response.topics = topics;
     req.encode(&response)

@@ -526,3 +526,22 @@ pub fn storage_error_for_version(code: i16, version: i16, first_version_with_it:
         code
     }
 }
+
+/// What Metadata and DescribeCluster say about the cluster in cluster mode.
+pub struct ClusterAnswer {
+    pub cluster_id: String,
+    /// The live brokers; empty until this broker has applied any (then it names itself).
+    pub brokers: Vec<crate::controller::published::LiveBroker>,
+    pub controller: Option<crate::controller::BrokerId>,
+}
+
+/// `None` on a single-node broker.
+pub fn cluster_answer(shard: &Shard) -> Option<ClusterAnswer> {
+    let cluster = shard.cluster.get()?;
+    let summary = cluster.get();
+    Some(ClusterAnswer {
+        cluster_id: cluster.cluster_id.clone(),
+        brokers: summary.brokers.clone(),
+        controller: summary.client_controller(),
+    })
+}

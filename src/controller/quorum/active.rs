@@ -1,0 +1,174 @@
+//! The active controller's loop on a voter: while this node leads the metadata quorum it
+//! answers brokers' registrations and heartbeats and ticks the [`ActiveController`]
+//! (fencing brokers whose session ran out), proposing what it decides. A new term where this
+//! node leads creates a new `ActiveController`, which gives every broker a full session of
+//! grace (CLUSTER.md, "The controller").
+//!
+//! Requests are answered one at a time, in arrival order: a decision is made on the applied
+//! metadata, proposed, and answered once committed and applied here, so the next decision
+//! sees it.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::node::{ProposeError, QuorumNode};
+use super::server::BrokerCall;
+use super::wire::{ControllerRequest, ControllerResponse};
+use crate::controller::active_controller::{ActiveController, ControllerConfig};
+use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
+use crate::controller::records::MetadataRecord;
+use crate::runtime::{self, LocalReceiver};
+use crate::util::shutdown::ShutdownSignal;
+
+/// Runs until `shutdown`. `tick` is how often sessions are checked.
+pub async fn run(
+    node: Rc<QuorumNode>,
+    calls: LocalReceiver<BrokerCall>,
+    config: ControllerConfig,
+    tick: Duration,
+    shutdown: Rc<ShutdownSignal>,
+) {
+    let clock = Instant::now();
+    let now_ms = || clock.elapsed().as_millis() as u64;
+    let mut active: Option<(u64, ActiveController)> = None;
+    while !shutdown.is_triggered() {
+        let call = futures_lite::future::or(
+            async { calls.recv().await.map(Some) },
+            futures_lite::future::or(
+                async {
+                    runtime::sleep(tick).await;
+                    Some(None)
+                },
+                async {
+                    shutdown.wait().await;
+                    None
+                },
+            ),
+        )
+        .await;
+        let Some(call) = call else { return };
+        let status = node.status();
+        if !status.is_leader {
+            active = None;
+        } else if active.as_ref().is_none_or(|(term, _)| *term != status.term) {
+            tracing::info!(term = status.term, "this node is the active controller");
+            active = Some((status.term, ActiveController::new(config.clone(), now_ms())));
+        }
+        match (call, active.as_mut()) {
+            (Some((_, reply)), None) => reply.send(ControllerResponse::NotController {
+                leader: status.leader,
+            }),
+            (Some((request, reply)), Some((_, controller))) => {
+                // Shutdown does not wait for a proposal that cannot commit (no quorum).
+                let response =
+                    futures_lite::future::or(answer(&node, controller, request, now_ms()), async {
+                        shutdown.wait().await;
+                        ControllerResponse::NotController { leader: None }
+                    })
+                    .await;
+                reply.send(response);
+            }
+            (None, Some((_, controller))) => {
+                let records = controller.tick(&node.view().get(), now_ms());
+                futures_lite::future::or(
+                    async {
+                        propose(&node, records).await;
+                    },
+                    shutdown.wait(),
+                )
+                .await;
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// How long a decision may take to commit before the request is answered without it (a
+/// leader that lost its quorum would wait forever). The records may still commit later;
+/// they carry the versions they were decided on, so a late one is harmless.
+const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+async fn propose(node: &QuorumNode, records: Vec<MetadataRecord>) -> Option<ProposeError> {
+    if records.is_empty() {
+        return None;
+    }
+    let timed_out = async {
+        runtime::sleep(PROPOSE_TIMEOUT).await;
+        Err(ProposeError::Failed(format!(
+            "not committed within {PROPOSE_TIMEOUT:?}"
+        )))
+    };
+    match futures_lite::future::or(node.propose(records), timed_out).await {
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!(error = %e, "controller decision not committed");
+            Some(e)
+        }
+    }
+}
+
+fn refused(e: impl std::fmt::Display, code: i16) -> ControllerResponse {
+    ControllerResponse::Refused {
+        code,
+        message: e.to_string(),
+    }
+}
+
+async fn answer(
+    node: &QuorumNode,
+    controller: &mut ActiveController,
+    request: ControllerRequest,
+    now_ms: u64,
+) -> ControllerResponse {
+    match request {
+        ControllerRequest::RegisterBroker(r) => register(node, controller, r, now_ms).await,
+        ControllerRequest::BrokerHeartbeat(h) => heartbeat(node, controller, h, now_ms).await,
+        // Raft's own requests never come this way (server.rs answers them).
+        _ => refused("not a broker request", -1),
+    }
+}
+
+async fn register(
+    node: &QuorumNode,
+    controller: &mut ActiveController,
+    request: BrokerRegistrationRequest,
+    now_ms: u64,
+) -> ControllerResponse {
+    let decided = controller.register_broker(&node.view().get(), &request, now_ms);
+    let records = match decided {
+        Ok(records) => records,
+        Err(e) => return refused(&e, e.code()),
+    };
+    if let Some(ProposeError::NotLeader(n)) = propose(node, records).await {
+        return ControllerResponse::NotController { leader: n.leader };
+    }
+    // The epoch is that of the registration now applied, whichever proposal wrote it.
+    let meta = node.view().get();
+    match meta
+        .broker(request.broker_id)
+        .filter(|b| b.incarnation == request.incarnation)
+    {
+        Some(b) => ControllerResponse::Registered {
+            broker_epoch: b.epoch,
+        },
+        None => refused("the registration was not committed; retry", -1),
+    }
+}
+
+async fn heartbeat(
+    node: &QuorumNode,
+    controller: &mut ActiveController,
+    heartbeat: Heartbeat,
+    now_ms: u64,
+) -> ControllerResponse {
+    let decided = controller.heartbeat(&node.view().get(), &heartbeat, now_ms);
+    match decided {
+        Err(e) => refused(&e, e.code()),
+        Ok((reply, records)) => {
+            if let Some(ProposeError::NotLeader(n)) = propose(node, records).await {
+                return ControllerResponse::NotController { leader: n.leader };
+            }
+            ControllerResponse::Heartbeat(reply)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The state machine: records get consecutive offsets across batches, a snapshot restores
+//! the same metadata on another node and after a restart, a damaged snapshot is refused.
+
+use std::path::Path;
+
+use openraft::storage::RaftStateMachine;
+use openraft::{CommittedLeaderId, EntryPayload, RaftSnapshotBuilder};
+
+use super::state_machine::MetadataStateMachine;
+use super::{Entry, LogId, MetadataBatch};
+use crate::controller::ids::{BrokerId, MetadataOffset};
+use crate::controller::records::{MetadataRecord, RegisterBroker};
+use crate::runtime;
+
+fn log_id(index: u64) -> LogId {
+    LogId::new(CommittedLeaderId::new(1, BrokerId(1)), index)
+}
+
+fn batch(index: u64, brokers: &[i32]) -> Entry {
+    let records = brokers
+        .iter()
+        .map(|id| {
+            MetadataRecord::RegisterBroker(RegisterBroker {
+                broker_id: BrokerId(*id),
+                incarnation: uuid::Uuid::from_u128(*id as u128),
+                endpoints: Vec::new(),
+                rack: None,
+            })
+        })
+        .collect();
+    Entry {
+        log_id: log_id(index),
+        payload: EntryPayload::Normal(MetadataBatch(records)),
+    }
+}
+
+async fn open(dir: &Path) -> MetadataStateMachine {
+    MetadataStateMachine::open(dir).await.expect("opens")
+}
+
+fn brokers(sm: &MetadataStateMachine) -> Vec<i32> {
+    sm.view().get().brokers().map(|b| b.id.0).collect()
+}
+
+#[test]
+fn offsets_number_records_and_snapshots_restore_the_metadata() {
+    let a = tempfile::tempdir().expect("tempdir");
+    let b = tempfile::tempdir().expect("tempdir");
+    runtime::block_on(async {
+        let mut sm = open(a.path()).await;
+        let blank = Entry {
+            log_id: log_id(1),
+            payload: EntryPayload::Blank,
+        };
+        let replies = sm
+            .apply([blank, batch(2, &[1, 2, 3]), batch(3, &[4])])
+            .await
+            .expect("applies");
+        let firsts: Vec<_> = replies.iter().map(|r| r.first_offset).collect();
+        assert_eq!(
+            firsts,
+            vec![None, Some(MetadataOffset(1)), Some(MetadataOffset(4))]
+        );
+        assert_eq!(sm.view().applied_offset(), Some(MetadataOffset(4)));
+        let snapshot = sm
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("builds");
+        assert_eq!(snapshot.meta.last_log_id, Some(log_id(3)));
+
+        // Another node installs it.
+        let mut other = open(b.path()).await;
+        other
+            .install_snapshot(&snapshot.meta, snapshot.snapshot)
+            .await
+            .expect("installs");
+        assert_eq!(brokers(&other), vec![1, 2, 3, 4]);
+        assert_eq!(*other.view().get(), *sm.view().get());
+        let (applied, _) = other.applied_state().await.expect("state");
+        assert_eq!(applied, Some(log_id(3)));
+
+        // A restart starts from the snapshot file; later entries continue the offsets.
+        drop(sm);
+        let mut again = open(a.path()).await;
+        assert_eq!(brokers(&again), vec![1, 2, 3, 4]);
+        let (applied, _) = again.applied_state().await.expect("state");
+        assert_eq!(applied, Some(log_id(3)));
+        let replies = again.apply([batch(4, &[5])]).await.expect("applies");
+        assert_eq!(replies[0].first_offset, Some(MetadataOffset(5)));
+        assert!(again.get_current_snapshot().await.expect("reads").is_some());
+    })
+    .expect("executor");
+}
+
+#[test]
+fn a_damaged_snapshot_file_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime::block_on(async {
+        let mut sm = open(dir.path()).await;
+        sm.apply([batch(1, &[1])]).await.expect("applies");
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("builds");
+        drop(sm);
+        let path = dir.path().join("snapshot");
+        let mut bytes = std::fs::read(&path).expect("read");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).expect("write");
+        assert!(MetadataStateMachine::open(dir.path()).await.is_err());
+    })
+    .expect("executor");
+}

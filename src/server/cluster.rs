@@ -1,0 +1,357 @@
+//! `serve` in cluster mode (`controller.quorum.voters` set): before the shards start, the
+//! KRaft properties are checked together and the data directory is claimed for this cluster
+//! and node (`meta.properties`); on shard 0 the metadata quorum's voter, the active
+//! controller's loop, this broker's session with the controller and the publisher of the
+//! live brokers run as tasks until shutdown. Without voters none of this exists and the
+//! broker is the single node it always was.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::BrokerConfig;
+use crate::controller::active_controller::ControllerConfig;
+use crate::controller::ids::BrokerId;
+use crate::controller::kraft_config::{HostPort, KraftConfig, KraftConfigError};
+use crate::controller::meta_properties::{
+    cluster_id_from_uuid, MetaProperties, MetaPropertiesError, META_PROPERTIES_FILE,
+};
+use crate::controller::published::{ClusterSummary, PublishedCluster};
+use crate::controller::quorum::broker_session::{self, BrokerSessionConfig};
+use crate::controller::quorum::{active, QuorumConfig, QuorumError, QuorumNode, METADATA_LOG_DIR};
+use crate::controller::records::Endpoint;
+use crate::runtime::{self, Task, TcpListener};
+use crate::util::shutdown::ShutdownSignal;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterStartError {
+    #[error("cluster configuration: {0}")]
+    Config(#[from] KraftConfigError),
+    #[error("{path}: {source}")]
+    MetaProperties {
+        path: PathBuf,
+        source: MetaPropertiesError,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot resolve {host}:{port}: {reason}")]
+    Resolve {
+        host: String,
+        port: u16,
+        reason: String,
+    },
+    #[error("cannot listen on the controller listener {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Quorum(#[from] QuorumError),
+}
+
+/// What the checks before the shards start found; shared by every shard.
+#[derive(Debug)]
+pub struct ClusterSetup {
+    pub kraft: KraftConfig,
+    pub published: Arc<PublishedCluster>,
+}
+
+/// The cluster configuration of `config` checked as a whole, without touching the data
+/// directory (`serve --check-config`); `None` on a single-node broker.
+pub fn check(config: &BrokerConfig) -> Result<Option<KraftConfig>, ClusterStartError> {
+    Ok(KraftConfig::from_properties(&config.cluster_properties())?)
+}
+
+/// The cluster configuration of `config`, with its data directory claimed; `None` on a
+/// single-node broker.
+pub fn prepare(config: &BrokerConfig) -> Result<Option<ClusterSetup>, ClusterStartError> {
+    let Some(kraft) = check(config)? else {
+        return Ok(None);
+    };
+    let cluster_id = claim_data_dir(&config.data_dir, &kraft)?;
+    tracing::info!(
+        cluster_id = %cluster_id,
+        node_id = kraft.node_id.0,
+        voters = kraft.voters.len(),
+        controller = kraft.roles.controller,
+        "cluster mode"
+    );
+    Ok(Some(ClusterSetup {
+        kraft,
+        published: Arc::new(PublishedCluster::new(cluster_id)),
+    }))
+}
+
+/// Reads `meta.properties` and refuses a directory of another cluster or node; writes it
+/// (durably) into a new directory. Returns the cluster id.
+fn claim_data_dir(dir: &Path, kraft: &KraftConfig) -> Result<String, ClusterStartError> {
+    let path = dir.join(META_PROPERTIES_FILE);
+    let meta_err = |source| ClusterStartError::MetaProperties {
+        path: path.clone(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let found = MetaProperties::parse(&text).map_err(meta_err)?;
+            let expected = kraft.cluster_id.as_deref().unwrap_or(&found.cluster_id);
+            found.check(expected, kraft.node_id).map_err(meta_err)?;
+            Ok(found.cluster_id)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let cluster_id = kraft
+                .cluster_id
+                .clone()
+                .unwrap_or_else(|| cluster_id_of_voters(kraft));
+            let props = MetaProperties {
+                cluster_id: cluster_id.clone(),
+                node_id: kraft.node_id,
+                other: Default::default(),
+            };
+            write_durably(&path, props.format().as_bytes())
+                .map_err(|source| ClusterStartError::Io { path, source })?;
+            Ok(cluster_id)
+        }
+        Err(source) => Err(ClusterStartError::Io { path, source }),
+    }
+}
+
+/// Without `cluster.id`, every voter of a new quorum must come up with the same id: it is
+/// derived from the voter list (a stable hash), which they all share.
+fn cluster_id_of_voters(kraft: &KraftConfig) -> String {
+    let mut voters: Vec<String> = kraft
+        .voters
+        .iter()
+        .map(|v| format!("{}@{}:{}", v.id, v.address.host, v.address.port))
+        .collect();
+    voters.sort();
+    let text = voters.join(",");
+    let mut id: u128 = 0;
+    for seed in 0u32..4 {
+        let part = crc32c::crc32c_append(seed.wrapping_mul(0x9e37_79b9), text.as_bytes());
+        id = (id << 32) | u128::from(part);
+    }
+    cluster_id_from_uuid(uuid::Uuid::from_u128(id))
+}
+
+/// Before the runtime starts (plain std I/O): temporary file, fsync, rename, directory fsync.
+fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn resolve(address: &HostPort) -> Result<SocketAddr, ClusterStartError> {
+    let err = |reason: String| ClusterStartError::Resolve {
+        host: address.host.clone(),
+        port: address.port,
+        reason,
+    };
+    let host = if address.host.is_empty() {
+        "0.0.0.0"
+    } else {
+        address.host.as_str()
+    };
+    (host, address.port)
+        .to_socket_addrs()
+        .map_err(|e| err(e.to_string()))?
+        .next()
+        .ok_or_else(|| err("no address".to_string()))
+}
+
+/// The tasks of cluster mode on shard 0.
+pub struct ClusterTasks {
+    node: Option<Rc<QuorumNode>>,
+    /// The broker's session, stopped first: its farewell heartbeat may need this node's
+    /// own controller loop.
+    session: Option<(Task<()>, Rc<ShutdownSignal>)>,
+    tasks: Vec<Task<()>>,
+    shutdown: Rc<ShutdownSignal>,
+}
+
+/// Starts the voter (if this node is one), the controller loop, the publisher and the
+/// broker's session. Shard 0 only.
+pub async fn start(
+    setup: &ClusterSetup,
+    config: &BrokerConfig,
+) -> Result<ClusterTasks, ClusterStartError> {
+    let kraft = &setup.kraft;
+    let shutdown = Rc::new(ShutdownSignal::new());
+    let mut voters: Vec<(BrokerId, String)> = Vec::new();
+    for v in &kraft.voters {
+        voters.push((v.id, resolve(&v.address)?.to_string()));
+    }
+    let heartbeat_interval = Duration::from_millis(kraft.heartbeat_interval_ms);
+    let mut tasks = Vec::new();
+    let node = if kraft.roles.controller {
+        let listener = kraft
+            .listeners
+            .iter()
+            .find(|l| kraft.controller_listener_names.contains(&l.name))
+            .ok_or(KraftConfigError::Missing("a controller listener"))?;
+        let addr = resolve(&listener.address)?;
+        let listener = TcpListener::bind_exclusive(addr)
+            .map_err(|source| ClusterStartError::Listen { addr, source })?;
+        let (calls_tx, calls_rx) = runtime::local_channel(64);
+        let quorum = QuorumConfig {
+            election_timeout_ms: kraft.election_timeout_ms,
+            heartbeat_interval_ms: (kraft.election_timeout_ms / 5).max(1),
+            ..QuorumConfig::new(
+                kraft.node_id,
+                voters.clone(),
+                config.data_dir.join(METADATA_LOG_DIR),
+            )
+        };
+        let node = Rc::new(QuorumNode::start(quorum, listener, Some(Rc::new(calls_tx))).await?);
+        let controller = ControllerConfig {
+            session_timeout_ms: kraft.session_timeout_ms,
+            default_replication_factor: kraft.default_replication_factor,
+            default_partitions: config.num_partitions,
+            ..ControllerConfig::default()
+        };
+        // Sessions are checked twice per heartbeat interval: a silent broker is fenced
+        // within half an interval of its session running out.
+        let tick = (heartbeat_interval / 2).max(Duration::from_millis(10));
+        tasks.push(runtime::spawn(active::run(
+            Rc::clone(&node),
+            calls_rx,
+            controller,
+            tick,
+            Rc::clone(&shutdown),
+        )));
+        tasks.push(runtime::spawn(publish(
+            Rc::clone(&node),
+            Arc::clone(&setup.published),
+            Rc::clone(&shutdown),
+        )));
+        Some(node)
+    } else {
+        None
+    };
+    let mut session_task = None;
+    if kraft.roles.broker {
+        let name = kraft
+            .advertised_listeners
+            .first()
+            .map_or("PLAINTEXT".to_string(), |l| l.name.clone());
+        let session = BrokerSessionConfig {
+            broker_id: kraft.node_id,
+            // BrokerConfig resolved the client listener (port 0 included).
+            endpoints: vec![Endpoint {
+                name,
+                host: config.advertised_host.clone(),
+                port: config.advertised_port,
+            }],
+            rack: kraft.rack.clone(),
+            voters,
+            heartbeat_interval,
+            request_timeout: heartbeat_interval.max(Duration::from_millis(100)),
+        };
+        let view = node.as_ref().map(|n| Rc::clone(n.view()));
+        let stop = Rc::new(ShutdownSignal::new());
+        let task = runtime::spawn(broker_session::run(
+            session,
+            move || view.as_ref().and_then(|v| v.applied_offset()),
+            Rc::clone(&stop),
+        ));
+        session_task = Some((task, stop));
+    }
+    Ok(ClusterTasks {
+        node,
+        session: session_task,
+        tasks,
+        shutdown,
+    })
+}
+
+/// Publishes the live brokers after every change of the applied metadata or the leader.
+async fn publish(
+    node: Rc<QuorumNode>,
+    published: Arc<PublishedCluster>,
+    shutdown: Rc<ShutdownSignal>,
+) {
+    while !shutdown.is_triggered() {
+        let leader = node.status().leader;
+        let summary = ClusterSummary::of(&node.view().get(), leader);
+        published.publish(summary);
+        futures_lite::future::or(node.changed(Duration::from_millis(500)), shutdown.wait()).await;
+    }
+}
+
+impl ClusterTasks {
+    /// Stops the tasks, then the Raft node.
+    pub async fn stop(self) {
+        if let Some((task, stop)) = self.session {
+            stop.trigger();
+            task.await;
+        }
+        self.shutdown.trigger();
+        for task in self.tasks {
+            task.await;
+        }
+        if let Some(node) = self.node {
+            match Rc::try_unwrap(node) {
+                Ok(node) => node.shutdown().await,
+                Err(_) => tracing::warn!("the raft node is still in use at shutdown"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kraft(cluster_id: Option<&str>, node: i32) -> KraftConfig {
+        let mut props = std::collections::BTreeMap::new();
+        props.insert("node.id".to_string(), node.to_string());
+        props.insert(
+            "controller.quorum.voters".to_string(),
+            "1@127.0.0.1:29091,2@127.0.0.1:29092".to_string(),
+        );
+        props.insert(
+            "listeners".to_string(),
+            format!("PLAINTEXT://127.0.0.1:1909{node},CONTROLLER://127.0.0.1:2909{node}"),
+        );
+        if let Some(id) = cluster_id {
+            props.insert("cluster.id".to_string(), id.to_string());
+        }
+        KraftConfig::from_properties(&props)
+            .expect("valid")
+            .expect("cluster")
+    }
+
+    #[test]
+    fn a_data_dir_is_claimed_once_and_another_cluster_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = claim_data_dir(dir.path(), &kraft(None, 1)).expect("claimed");
+        assert_eq!(
+            id,
+            claim_data_dir(tempfile::tempdir().expect("t").path(), &kraft(None, 2))
+                .expect("claimed"),
+            "voters of one quorum derive the same id"
+        );
+        assert_eq!(
+            claim_data_dir(dir.path(), &kraft(None, 1)).expect("again"),
+            id
+        );
+        assert_eq!(
+            claim_data_dir(dir.path(), &kraft(Some(&id), 1)).expect("same id"),
+            id
+        );
+        let other = claim_data_dir(dir.path(), &kraft(Some("another-cluster"), 1))
+            .expect_err("another cluster");
+        assert!(other.to_string().contains("belongs to cluster"), "{other}");
+        let node = claim_data_dir(dir.path(), &kraft(None, 2)).expect_err("another node");
+        assert!(node.to_string().contains("node 1"), "{node}");
+    }
+}

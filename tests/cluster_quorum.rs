@@ -1,0 +1,388 @@
+//! Three `ringbroker serve` processes as one cluster (all three voters of the metadata
+//! quorum) on loopback ports with short timeouts: Metadata lists the three brokers; after a
+//! kill -9 of the active controller the other two elect a new one, keep answering Metadata,
+//! and fence the dead broker once its session ran out; a node of another cluster is refused.
+//! Every wait is a bounded number of polls; every process is stopped at the end (and by
+//! `Drop` on a failure).
+
+mod broker;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use broker::{parse_listen_line, stdout_lines, Client, START_WAIT, WAIT};
+use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterResponse;
+use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_response::MetadataResponse;
+use kafka_protocol::messages::ApiKey;
+
+/// Polls of a condition, [`POLL`] apart.
+const MAX_POLLS: usize = 300;
+const POLL: Duration = Duration::from_millis(100);
+
+/// Free loopback ports: bound once (without SO_REUSEPORT) and released together, so no two
+/// are the same; the broker's own probe refuses a port someone else took meanwhile.
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("addr").port())
+        .collect()
+}
+
+struct Node {
+    id: i32,
+    child: Option<Child>,
+    addr: SocketAddr,
+    data: PathBuf,
+    log: PathBuf,
+}
+
+fn spawn(
+    id: i32,
+    data: &Path,
+    log: &Path,
+    settings: &[String],
+) -> Result<(Child, SocketAddr), String> {
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log file");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
+    cmd.arg("serve")
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--shards")
+        .arg("1");
+    for s in settings {
+        cmd.arg("--set").arg(s);
+    }
+    if std::env::var_os("RUST_LOG").is_none() {
+        cmd.env("RUST_LOG", "info,openraft=warn");
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log_file))
+        .spawn()
+        .expect("spawn ringbroker");
+    let rx = stdout_lines(&mut child);
+    loop {
+        match rx.recv_timeout(START_WAIT) {
+            Ok(line) => {
+                if let Some(addr) = parse_listen_line(&line) {
+                    return Ok((child, addr));
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let status = child.wait().ok();
+                return Err(format!("node {id} did not start (exit {status:?})"));
+            }
+        }
+    }
+}
+
+impl Node {
+    fn metadata(&self) -> Option<MetadataResponse> {
+        // A node that is down or restarting does not answer: that is a `None`, not a panic.
+        std::net::TcpStream::connect_timeout(&self.addr, Duration::from_millis(500)).ok()?;
+        let mut client = Client::connect(self.addr);
+        let request = MetadataRequest::default();
+        Some(client.call(ApiKey::Metadata, 12, &request))
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM and a bounded wait for a clean exit; SIGKILL if it does not come.
+    fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        for _ in 0..(WAIT.as_millis() / 20) {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
+    fn log_tail(&self) -> String {
+        let log = std::fs::read(&self.log).unwrap_or_default();
+        String::from_utf8_lossy(&log[log.len().saturating_sub(4000)..]).into_owned()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("node {} log:\n{}", self.id, self.log_tail());
+        }
+    }
+}
+
+fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
+    let mut ids: Vec<i32> = m.brokers.iter().map(|b| b.node_id.0).collect();
+    ids.sort();
+    ids
+}
+
+/// Polls until `check` holds on the Metadata of every node in `on`.
+fn wait_for(nodes: &[Node], on: &[usize], what: &str, check: impl Fn(&MetadataResponse) -> bool) {
+    for _ in 0..MAX_POLLS {
+        if on
+            .iter()
+            .all(|i| nodes[*i].metadata().is_some_and(|m| check(&m)))
+        {
+            return;
+        }
+        std::thread::sleep(POLL);
+    }
+    let seen: Vec<_> = on
+        .iter()
+        .map(|i| {
+            nodes[*i]
+                .metadata()
+                .map(|m| (broker_ids(&m), m.controller_id.0))
+        })
+        .collect();
+    panic!("{what}: not reached after {MAX_POLLS} polls; (brokers, controller) seen: {seen:?}");
+}
+
+fn settings(id: i32, port: u16, controller_port: u16, voters: &str) -> Vec<String> {
+    settings_with_metrics(id, port, controller_port, voters, None)
+}
+
+fn settings_with_metrics(
+    id: i32,
+    port: u16,
+    controller_port: u16,
+    voters: &str,
+    metrics_port: Option<u16>,
+) -> Vec<String> {
+    let metrics = metrics_port.map_or("none".to_string(), |p| format!("127.0.0.1:{p}"));
+    vec![
+        format!("node.id={id}"),
+        format!("listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"),
+        format!("controller.quorum.voters={voters}"),
+        "controller.quorum.election.timeout.ms=300".to_string(),
+        "broker.heartbeat.interval.ms=200".to_string(),
+        "broker.session.timeout.ms=2000".to_string(),
+        format!("ringbroker.metrics.listen={metrics}"),
+    ]
+}
+
+/// `ringbroker cluster status --format json` against a CONTROLLER listener.
+fn cluster_status(controller_port: u16) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .args(["cluster", "status", "--format", "json", "--timeout", "5"])
+        .arg("--controller")
+        .arg(format!("127.0.0.1:{controller_port}"))
+        .output()
+        .expect("run cluster status");
+    assert!(
+        out.status.success(),
+        "cluster status failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics endpoint");
+    s.set_read_timeout(Some(WAIT)).expect("timeout");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").expect("request");
+    let mut body = String::new();
+    s.read_to_string(&mut body).expect("response");
+    body
+}
+
+#[test]
+fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(7);
+    let metrics_port = ports[6];
+    let voters: String = (0..3)
+        .map(|i| format!("{}@127.0.0.1:{}", i + 1, ports[3 + i]))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut nodes: Vec<Node> = Vec::new();
+    for i in 0..3 {
+        let id = i as i32 + 1;
+        let data = root.path().join(format!("data-{id}"));
+        let log = root.path().join(format!("node-{id}.log"));
+        // Node 1 also serves metrics.
+        let metrics = (i == 0).then_some(metrics_port);
+        let node_settings = settings_with_metrics(id, ports[i], ports[3 + i], &voters, metrics);
+        let (child, addr) = spawn(id, &data, &log, &node_settings).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}",
+                String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default())
+            )
+        });
+        nodes.push(Node {
+            id,
+            child: Some(child),
+            addr,
+            data,
+            log,
+        });
+    }
+    for node in &nodes {
+        assert!(
+            node.data.join("meta.properties").exists(),
+            "node {} recorded its cluster",
+            node.id
+        );
+        assert!(node.data.join("__cluster_metadata-0").join("log").exists());
+    }
+    let all = [0, 1, 2];
+    wait_for(&nodes, &all, "three live brokers", |m| {
+        broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
+    });
+    let first = nodes[0].metadata().expect("metadata");
+    let cluster_id = first.cluster_id.clone().expect("cluster id");
+    for node in &nodes {
+        let m = node.metadata().expect("metadata");
+        assert_eq!(m.cluster_id.as_ref(), Some(&cluster_id), "one cluster id");
+        let me = m
+            .brokers
+            .iter()
+            .find(|b| b.node_id.0 == node.id)
+            .expect("lists itself");
+        assert_eq!(
+            me.port,
+            i32::from(node.addr.port()),
+            "its advertised endpoint"
+        );
+    }
+    wait_for(&nodes, &all, "one agreed controller", |m| {
+        m.controller_id == first.controller_id
+    });
+    let controller = first.controller_id.0;
+
+    // `cluster status` asked of any voter reports the leader's view: three voters, three
+    // live brokers; the metrics say the same.
+    let status = cluster_status(ports[3 + 1]);
+    assert_eq!(status["leader"], serde_json::json!(controller), "{status}");
+    assert_eq!(
+        status["voters"].as_array().map(Vec::len),
+        Some(3),
+        "{status}"
+    );
+    let brokers = status["brokers"].as_array().expect("brokers");
+    assert_eq!(brokers.len(), 3, "{status}");
+    assert!(brokers.iter().all(|b| b["fenced"] == false), "{status}");
+    let described: DescribeClusterResponse = Client::connect(nodes[2].addr).call(
+        ApiKey::DescribeCluster,
+        0,
+        &DescribeClusterRequest::default(),
+    );
+    let mut described_ids: Vec<i32> = described.brokers.iter().map(|b| b.broker_id.0).collect();
+    described_ids.sort();
+    assert_eq!(
+        described_ids,
+        vec![1, 2, 3],
+        "DescribeCluster lists them too"
+    );
+    assert_eq!(described.cluster_id.to_string(), cluster_id.to_string());
+    let metrics = http_get(metrics_port, "/metrics");
+    assert!(metrics.contains("ringbroker_brokers_live 3"), "{metrics}");
+    assert!(
+        metrics.contains(&format!("ringbroker_controller_leader {controller}")),
+        "{metrics}"
+    );
+
+    // kill -9 of the active controller: the other two elect a new one and fence the dead
+    // broker once its session ran out.
+    let dead = (controller - 1) as usize;
+    nodes[dead].kill9();
+    let survivors: Vec<usize> = all.iter().copied().filter(|i| *i != dead).collect();
+    let survivor_ids: Vec<i32> = survivors.iter().map(|i| *i as i32 + 1).collect();
+    wait_for(
+        &nodes,
+        &survivors,
+        "a new controller among the survivors",
+        |m| survivor_ids.contains(&m.controller_id.0),
+    );
+    wait_for(&nodes, &survivors, "the dead broker fenced", |m| {
+        broker_ids(m) == survivor_ids
+    });
+
+    // The dead node comes back from its files and is live again (a new registration).
+    let (child, addr) = spawn(
+        controller,
+        &nodes[dead].data,
+        &nodes[dead].log,
+        &settings(controller, ports[dead], ports[3 + dead], &voters),
+    )
+    .expect("restarts");
+    nodes[dead].child = Some(child);
+    nodes[dead].addr = addr;
+    wait_for(&nodes, &all, "three live brokers again", |m| {
+        broker_ids(m) == vec![1, 2, 3]
+    });
+
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let status = node.stop();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "node {} stops cleanly ({status:?}):\n{}",
+            node.id,
+            node.log_tail()
+        );
+        if i == 0 {
+            // The other two still form a quorum: the farewell heartbeat is committed.
+            assert!(
+                node.log_tail()
+                    .contains("controlled shutdown: the controller fences this broker"),
+                "controlled shutdown:\n{}",
+                node.log_tail()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_data_dir_of_another_cluster_is_refused() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(2);
+    let voters = format!("1@127.0.0.1:{}", ports[1]);
+    let data = root.path().join("data");
+    let log = root.path().join("node.log");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(
+        data.join("meta.properties"),
+        "version=1\ncluster.id=someOtherCluster\nnode.id=1\n",
+    )
+    .expect("write");
+    let mut s = settings(1, ports[0], ports[1], &voters);
+    s.push("cluster.id=thisCluster".to_string());
+    let err = spawn(1, &data, &log, &s).map(|(mut c, _)| {
+        let _ = c.kill();
+        let _ = c.wait();
+    });
+    assert!(err.is_err(), "a node of another cluster must not start");
+    let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();
+    assert!(
+        text.contains("belongs to cluster someOtherCluster"),
+        "the error names the other cluster:\n{text}"
+    );
+}
