@@ -144,6 +144,9 @@ rdkafka_max() { # $1 tag $2 acks
   [[ -n "$perf" ]] || { rate=-; return; }
   local a="$2"; [[ "$a" == all ]] && a=-1
   local logf="$out/$1-rdkafka-acks$2.txt"
+  # Created up front: auto-created, it would get the broker's default partition count.
+  timeout 60 "$rb" topic create "cmp-rdk-acks$2" -p "$PARTITIONS" --if-not-exists -b "$b" \
+    >"$logf.create" 2>&1 || log "$1: could not create cmp-rdk-acks$2 (see $logf.create)"
   timeout 600 nice -n "$NICE" "$perf" -P -t "cmp-rdk-acks$2" -b "$b" -s "$SIZE" -z "$CODEC" \
     -X linger.ms=5 -c "$RECORDS" -a "$a" -i 5000 >"$logf" 2>&1 || return
   rate=$(grep -a 'messages produced' "$logf" | tail -1 | sed -nE 's/.*: ([0-9]+) msgs\/s and .*/\1/p')
