@@ -328,6 +328,49 @@ impl BrokerConfig {
             .collect()
     }
 
+    /// Sets the client listener (`serve --listen`): the controller listeners named in
+    /// `listeners` stay, every other entry gives way to `addr`.
+    pub fn set_client_listener(&mut self, addr: &str) -> Result<(), ConfigError> {
+        let names = self.controller_listener_names();
+        let kept: Vec<String> = self
+            .cluster
+            .get("listeners")
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|e| {
+                        e.split_once("://").is_some_and(|(name, _)| {
+                            names.contains(&name.trim().to_ascii_uppercase())
+                        })
+                    })
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if kept.is_empty() {
+            return self.set("listeners", addr);
+        }
+        // Next to named listeners the client one needs its name too (KRaft's syntax): the
+        // name of the entry it replaces, else PLAINTEXT.
+        let addr = addr.trim();
+        let client = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            let replaced = self.cluster.get("listeners").and_then(|v| {
+                v.split(',')
+                    .filter_map(|e| e.trim().split_once("://").map(|(n, _)| n.trim()))
+                    .find(|n| !names.contains(&n.to_ascii_uppercase()))
+                    .map(str::to_string)
+            });
+            format!("{}://{addr}", replaced.as_deref().unwrap_or("PLAINTEXT"))
+        };
+        let value = std::iter::once(client)
+            .chain(kept)
+            .collect::<Vec<_>>()
+            .join(",");
+        self.set("listeners", &value)
+    }
+
     /// The first entry of a listener list that is not a controller listener: the one
     /// clients use (`listeners=PLAINTEXT://...,CONTROLLER://...`).
     fn client_listener<'a>(&self, value: &'a str) -> &'a str {

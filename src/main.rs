@@ -287,7 +287,8 @@ fn serve_config(
         config.set(name.trim(), value.trim())?;
     }
     if let Some(listen) = &args.listen {
-        config.set("listeners", listen)?;
+        // Only the client listener: a CONTROLLER listener from --set listeners stays.
+        config.set_client_listener(listen)?;
     }
     if let Some(dir) = &args.data_dir {
         config.set_data_dir(dir.clone());

@@ -84,7 +84,10 @@ fi
 
 # ------------------------------------------------------------------ brokers
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
+  rm -rf "$out/ringbroker-data"
+}
 trap cleanup EXIT
 
 start_ringbroker() { # sets $b and $bpid
@@ -159,7 +162,11 @@ rounds_tsv="$out/rounds.tsv"
 put() { printf '%s\t%s\t%s\t%s\n' "$round" "$broker" "$1" "$2" >>"$rounds_tsv"; }
 
 start_broker() { if [[ $1 == ringbroker ]]; then start_ringbroker; else start_tansu; fi; }
-stop_broker() { kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true; }
+# The data goes with the broker: each throughput phase writes a few GB.
+stop_broker() {
+  kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true
+  rm -rf "$out/ringbroker-data"
+}
 
 for round in $(seq 1 "$ROUNDS"); do
   declare -A MAX=()

@@ -318,3 +318,37 @@ fn kraft_properties_are_accepted_and_parsed_together() {
     c.set("controller.quorum.voters", "").expect("unset");
     assert!(!c.is_cluster_mode());
 }
+
+/// `serve --listen` replaces the client listener only: the CONTROLLER listener of a cluster
+/// node stays (it used to replace the whole list, and the voter then had none).
+#[test]
+fn listen_flag_keeps_the_controller_listener() {
+    let mut c = BrokerConfig::default();
+    c.set(
+        "listeners",
+        "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:29092",
+    )
+    .expect("listeners");
+    c.set_client_listener("127.0.0.1:18000").expect("listen");
+    assert_eq!(c.listen.port(), 18000);
+    assert_eq!(
+        c.cluster_listeners("listeners").as_deref(),
+        Some("PLAINTEXT://127.0.0.1:18000,CONTROLLER://127.0.0.1:29092")
+    );
+    let kraft = crate::controller::kraft_config::parse_listeners(
+        "listeners",
+        &c.cluster_listeners("listeners").expect("set"),
+    )
+    .expect("KRaft syntax");
+    assert_eq!(kraft.len(), 2);
+    // Single node, nothing else named: the flag is the whole list, as before.
+    let mut single = BrokerConfig::default();
+    single
+        .set_client_listener("127.0.0.1:9001")
+        .expect("listen");
+    assert_eq!(
+        single.cluster_listeners("listeners").as_deref(),
+        Some("127.0.0.1:9001")
+    );
+    assert_eq!(single.listen.port(), 9001);
+}
