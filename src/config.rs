@@ -332,22 +332,13 @@ impl BrokerConfig {
     /// `listeners` stay, every other entry gives way to `addr`.
     pub fn set_client_listener(&mut self, addr: &str) -> Result<(), ConfigError> {
         let names = self.controller_listener_names();
-        let kept: Vec<String> = self
-            .cluster
-            .get("listeners")
-            .map(|v| {
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|e| {
-                        e.split_once("://").is_some_and(|(name, _)| {
-                            names.contains(&name.trim().to_ascii_uppercase())
-                        })
-                    })
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
-        if kept.is_empty() {
+        let current = self.cluster.get("listeners").cloned().unwrap_or_default();
+        let (controllers, others): (Vec<&str>, Vec<&str>) = current
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .partition(|e| listener_name(e).is_some_and(|n| names.contains(&n)));
+        if controllers.is_empty() {
             return self.set("listeners", addr);
         }
         // Next to named listeners the client one needs its name too (KRaft's syntax): the
@@ -356,16 +347,14 @@ impl BrokerConfig {
         let client = if addr.contains("://") {
             addr.to_string()
         } else {
-            let replaced = self.cluster.get("listeners").and_then(|v| {
-                v.split(',')
-                    .filter_map(|e| e.trim().split_once("://").map(|(n, _)| n.trim()))
-                    .find(|n| !names.contains(&n.to_ascii_uppercase()))
-                    .map(str::to_string)
-            });
-            format!("{}://{addr}", replaced.as_deref().unwrap_or("PLAINTEXT"))
+            let name = others
+                .iter()
+                .find_map(|e| e.split_once("://").map(|(n, _)| n.trim()))
+                .unwrap_or("PLAINTEXT");
+            format!("{name}://{addr}")
         };
-        let value = std::iter::once(client)
-            .chain(kept)
+        let value = std::iter::once(client.as_str())
+            .chain(controllers)
             .collect::<Vec<_>>()
             .join(",");
         self.set("listeners", &value)
@@ -377,10 +366,7 @@ impl BrokerConfig {
         let names = self.controller_listener_names();
         let entries = || value.split(',').map(str::trim).filter(|e| !e.is_empty());
         entries()
-            .find(|e| {
-                e.split_once("://")
-                    .is_none_or(|(name, _)| !names.contains(&name.trim().to_ascii_uppercase()))
-            })
+            .find(|e| listener_name(e).is_none_or(|n| !names.contains(&n)))
             .or_else(|| entries().next())
             .unwrap_or(value)
     }
@@ -726,6 +712,13 @@ fn parse_timestamp_type(v: &str) -> Result<TimestampType, String> {
 }
 
 /// `PLAINTEXT://host:port` or `host:port` (the first listener when several are given).
+/// The name of a `NAME://host:port` listener entry, upper-cased (`None` for a bare address).
+fn listener_name(entry: &str) -> Option<String> {
+    entry
+        .split_once("://")
+        .map(|(name, _)| name.trim().to_ascii_uppercase())
+}
+
 fn parse_listener(v: &str) -> Result<SocketAddr, String> {
     let (host, port) = parse_host_port(v)?;
     let host = if host.is_empty() {

@@ -61,7 +61,8 @@ impl ResponseFrame {
         &self.parts
     }
 
-    /// The frame in one buffer (tests, and writers without vectored writes).
+    /// The frame in one buffer (what the parts add up to, for tests).
+    #[cfg(test)]
     pub fn to_bytes(&self) -> Bytes {
         if self.parts.len() == 1 {
             return self.parts[0].clone();

@@ -37,6 +37,7 @@ use std::time::Instant;
 use crate::protocol::messages::ApiKey;
 use crate::protocol::{Decodable, Encodable};
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::protocol::buf::ByteBufMut;
 
 use crate::group::api::{Call, Reply};
 use crate::metrics::registry::{self as metrics, Stage};
@@ -341,16 +342,8 @@ pub fn encode_sharing<T: Encodable>(
     response: &T,
     shareable: Vec<Bytes>,
 ) -> Result<Vec<Bytes>, HandlerError> {
-    let started = Instant::now();
     let mut buf = SharingBuf::new(shareable);
-    response
-        .encode(&mut buf, version)
-        .map_err(|e| HandlerError::Encode {
-            api,
-            version,
-            reason: e.to_string(),
-        })?;
-    metrics::record_stage(Stage::Encode, started.elapsed());
+    encode_into(api, version, response, &mut buf)?;
     Ok(buf.into_parts())
 }
 
@@ -359,17 +352,28 @@ pub fn encode<T: Encodable>(
     version: i16,
     response: &T,
 ) -> Result<Bytes, HandlerError> {
-    let started = Instant::now();
     let mut buf = BytesMut::new();
+    encode_into(api, version, response, &mut buf)?;
+    Ok(buf.freeze())
+}
+
+/// Encodes into `buf`, timed as the encode stage.
+fn encode_into<T: Encodable, B: ByteBufMut>(
+    api: ApiKey,
+    version: i16,
+    response: &T,
+    buf: &mut B,
+) -> Result<(), HandlerError> {
+    let started = Instant::now();
     response
-        .encode(&mut buf, version)
+        .encode(buf, version)
         .map_err(|e| HandlerError::Encode {
             api,
             version,
             reason: e.to_string(),
         })?;
     metrics::record_stage(Stage::Encode, started.elapsed());
-    Ok(buf.freeze())
+    Ok(())
 }
 
 /// Handles one request; returns the framed response, or `None` when none is due (Produce
