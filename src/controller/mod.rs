@@ -49,6 +49,7 @@ pub mod records;
 mod sim_tests;
 pub mod snapshot;
 pub mod topic_admin;
+pub mod topic_changes;
 
 pub use active_controller::{ActiveController, ControllerConfig};
 pub use alter_partition::AlterPartitionRequest;

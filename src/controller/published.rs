@@ -29,6 +29,8 @@ pub struct ClusterSummary {
     /// The Raft leader (the active controller), if known.
     pub controller: Option<BrokerId>,
     pub metadata_offset: Option<MetadataOffset>,
+    /// The applied metadata itself (topics are shared `Arc`s, so this is no deep copy).
+    pub metadata: Arc<ClusterMetadata>,
 }
 
 impl ClusterSummary {
@@ -37,6 +39,7 @@ impl ClusterSummary {
         let mut summary = ClusterSummary {
             controller,
             metadata_offset: meta.applied_offset(),
+            metadata: Arc::new(meta.clone()),
             ..ClusterSummary::default()
         };
         for b in meta.brokers() {

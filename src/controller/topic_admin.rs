@@ -15,7 +15,7 @@ use super::records::{CreatePartitions, CreateTopic, MetadataRecord, NewPartition
 use crate::config::topic_properties::parse_topic_property;
 use crate::shard::metadata::{validate_topic_name, MetadataError, MAX_PARTITIONS};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreateTopicRequest {
     pub name: String,
     /// `None` (-1 on the wire): `num.partitions`.

@@ -13,16 +13,22 @@ use std::time::Duration;
 
 use crate::config::BrokerConfig;
 use crate::controller::active_controller::ControllerConfig;
+use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::ids::BrokerId;
+use crate::controller::ids::MetadataOffset;
 use crate::controller::kraft_config::{HostPort, KraftConfig, KraftConfigError};
 use crate::controller::meta_properties::{
     cluster_id_from_uuid, MetaProperties, MetaPropertiesError, META_PROPERTIES_FILE,
 };
 use crate::controller::published::{ClusterSummary, PublishedCluster};
 use crate::controller::quorum::broker_session::{self, BrokerSessionConfig};
+use crate::controller::quorum::controller_link::{self, ControllerLink};
+use crate::controller::quorum::state_machine::MetadataView;
 use crate::controller::quorum::{active, QuorumConfig, QuorumError, QuorumNode, METADATA_LOG_DIR};
 use crate::controller::records::Endpoint;
 use crate::runtime::{self, Task, TcpListener};
+use crate::shard::cluster_admin::{self, ClusterAdmin};
+use crate::shard::Shard;
 use crate::util::shutdown::ShutdownSignal;
 
 #[derive(Debug, thiserror::Error)]
@@ -178,12 +184,15 @@ pub struct ClusterTasks {
     shutdown: Rc<ShutdownSignal>,
 }
 
-/// Starts the voter (if this node is one), the controller loop, the publisher and the
-/// broker's session. Shard 0 only.
+/// Starts the voter (if this node is one) and the controller loop, or the metadata follower
+/// (if it is not), then what every broker runs: the copy of the applied metadata into the
+/// shards and its publication, the broker's session and the creation of the offsets topic.
+/// Shard 0 only.
 pub async fn start(
     setup: &ClusterSetup,
-    config: &BrokerConfig,
+    shard: &Rc<Shard>,
 ) -> Result<ClusterTasks, ClusterStartError> {
+    let config = &shard.config;
     let kraft = &setup.kraft;
     let shutdown = Rc::new(ShutdownSignal::new());
     let mut voters: Vec<(BrokerId, String)> = Vec::new();
@@ -228,15 +237,33 @@ pub async fn start(
             tick,
             Rc::clone(&shutdown),
         )));
-        tasks.push(runtime::spawn(publish(
-            Rc::clone(&node),
-            Arc::clone(&setup.published),
-            Rc::clone(&shutdown),
-        )));
         Some(node)
     } else {
         None
     };
+    let view = match &node {
+        Some(n) => Rc::clone(n.view()),
+        None => {
+            // Its own connections: the follower's long polls do not delay forwarded requests.
+            let view = Rc::new(MetadataView::new(ClusterMetadata::new()));
+            tasks.push(runtime::spawn(controller_link::follow_metadata(
+                Rc::new(ControllerLink::new(voters.clone())),
+                Rc::clone(&view),
+                Rc::clone(&shutdown),
+            )));
+            view
+        }
+    };
+    shard.attach_cluster_admin(ClusterAdmin::new(Rc::new(ControllerLink::new(
+        voters.clone(),
+    ))));
+    tasks.push(runtime::spawn(follow_applied(
+        Rc::clone(shard),
+        Rc::clone(&view),
+        node.clone(),
+        Arc::clone(&setup.published),
+        Rc::clone(&shutdown),
+    )));
     let mut session_task = None;
     if kraft.roles.broker {
         let name = kraft
@@ -256,14 +283,19 @@ pub async fn start(
             heartbeat_interval,
             request_timeout: heartbeat_interval.max(Duration::from_millis(100)),
         };
-        let view = node.as_ref().map(|n| Rc::clone(n.view()));
         let stop = Rc::new(ShutdownSignal::new());
+        let applied = Rc::clone(&view);
         let task = runtime::spawn(broker_session::run(
             session,
-            move || view.as_ref().and_then(|v| v.applied_offset()),
+            move || applied.applied_offset(),
             Rc::clone(&stop),
         ));
         session_task = Some((task, stop));
+        tasks.push(runtime::spawn(create_offsets_topic(
+            Rc::clone(shard),
+            Rc::clone(&view),
+            Rc::clone(&shutdown),
+        )));
     }
     Ok(ClusterTasks {
         node,
@@ -273,17 +305,83 @@ pub async fn start(
     })
 }
 
-/// Publishes the live brokers after every change of the applied metadata or the leader.
-async fn publish(
-    node: Rc<QuorumNode>,
+/// After every change of the applied metadata: copies its topics into the shards, then
+/// publishes it (so a shard that sees a partition led here finds its log open). A voter
+/// also publishes leader changes.
+async fn follow_applied(
+    shard: Rc<Shard>,
+    view: Rc<MetadataView>,
+    node: Option<Rc<QuorumNode>>,
     published: Arc<PublishedCluster>,
     shutdown: Rc<ShutdownSignal>,
 ) {
+    let me = BrokerId(shard.config.node_id);
+    let mut applied = view.subscribe();
+    let mut adopted: Option<MetadataOffset> = None;
     while !shutdown.is_triggered() {
-        let leader = node.status().leader;
-        let summary = ClusterSummary::of(&node.view().get(), leader);
-        published.publish(summary);
-        futures_lite::future::or(node.changed(Duration::from_millis(500)), shutdown.wait()).await;
+        let offset = view.applied_offset();
+        // Until the view has caught up with what this broker copied before it stopped,
+        // nothing is copied (a topic missing from an older view is not deleted) nor
+        // published (shards keep answering from the copy they loaded).
+        let caught_up = !shard.behind_copied(offset);
+        if let (Some(o), true) = (offset, caught_up && adopted != offset) {
+            let topics = cluster_admin::local_topics(&view.get(), me);
+            match shard.adopt_controller_topics(o, topics).await {
+                Ok(()) => adopted = offset,
+                Err(e) => {
+                    tracing::error!(code = e.code, error = %e.message, "cannot apply the cluster's topics on this broker; retrying");
+                    futures_lite::future::or(
+                        runtime::sleep(Duration::from_secs(1)),
+                        shutdown.wait(),
+                    )
+                    .await;
+                    continue;
+                }
+            }
+        }
+        if caught_up {
+            let leader = node.as_ref().and_then(|n| n.status().leader);
+            published.publish(ClusterSummary::of(&view.get(), leader));
+        }
+        applied.borrow_and_update();
+        let metadata_changed = async {
+            let _ = applied.changed().await;
+        };
+        let leader_changed = async {
+            match &node {
+                Some(n) => n.changed(Duration::from_millis(500)).await,
+                None => runtime::sleep(Duration::from_millis(500)).await,
+            }
+        };
+        futures_lite::future::or(
+            metadata_changed,
+            futures_lite::future::or(leader_changed, shutdown.wait()),
+        )
+        .await;
+    }
+}
+
+/// Creates `__consumer_offsets` through the controller once this broker is part of the
+/// cluster (Kafka creates it on the first FindCoordinator): retried until some broker's
+/// attempt committed.
+async fn create_offsets_topic(
+    shard: Rc<Shard>,
+    view: Rc<MetadataView>,
+    shutdown: Rc<ShutdownSignal>,
+) {
+    while !shutdown.is_triggered() {
+        let live = view.get().brokers().any(|b| !b.fenced);
+        if view
+            .get()
+            .topic_by_name(crate::group::api::OFFSETS_TOPIC)
+            .is_some()
+        {
+            return;
+        }
+        if live {
+            shard.ensure_offsets_topic().await;
+        }
+        futures_lite::future::or(runtime::sleep(Duration::from_secs(1)), shutdown.wait()).await;
     }
 }
 

@@ -337,12 +337,15 @@ async fn shard_main(
     ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);
     shard.publish_offline_partitions().await;
-    shard.ensure_offsets_topic().await;
+    // In cluster mode the controller creates it (server/cluster.rs).
+    if cluster.is_none() {
+        shard.ensure_offsets_topic().await;
+    }
     let mut cluster_tasks = None;
     if let Some(setup) = &cluster {
         let _ = shard.cluster.set(Arc::clone(&setup.published));
         if shard.id == 0 {
-            let tasks = cluster::start(setup, &shard.config)
+            let tasks = cluster::start(setup, &shard)
                 .await
                 .map_err(|e| e.to_string())?;
             cluster_tasks = Some(tasks);

@@ -197,6 +197,8 @@ impl Shard {
         let created = self
             .admin(super::messages::AdminOp::CreateTopic {
                 name: OFFSETS_TOPIC.to_string(),
+                replication_factor: -1,
+                assignment: None,
                 partitions,
                 configs,
                 validate_only: false,
@@ -204,6 +206,10 @@ impl Shard {
             .await;
         match created {
             Ok(_) => tracing::info!(partitions, "created {OFFSETS_TOPIC}"),
+            // Cluster mode: another broker's attempt committed first.
+            Err(e) if e.code == crate::protocol::ResponseError::TopicAlreadyExists.code() => {
+                tracing::debug!("{OFFSETS_TOPIC} was created by another broker")
+            }
             Err(e) => {
                 tracing::error!(code = e.code, error = %e.message, "could not create {OFFSETS_TOPIC}; consumer groups are unavailable")
             }

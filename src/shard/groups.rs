@@ -33,6 +33,13 @@ impl Shard {
         group_id: &str,
         call: Call,
     ) -> Result<Reply, GroupCallError> {
+        match self.cluster_coordinator(group_id) {
+            Some(Err(code)) => return Err(code),
+            Some(Ok(b)) if b.id != self.config.node_id => {
+                return Err(ResponseError::NotCoordinator.code())
+            }
+            _ => {}
+        }
         let Some(owner) = self.group_coordinator_shard(group_id) else {
             return Err(ResponseError::CoordinatorNotAvailable.code());
         };

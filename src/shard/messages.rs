@@ -191,6 +191,10 @@ pub enum AdminOp {
     CreateTopic {
         name: String,
         partitions: i32,
+        /// -1: the default. A single node has already refused anything but 1.
+        replication_factor: i32,
+        /// Replicas (broker ids) per partition, when the client chose them.
+        assignment: Option<Vec<Vec<i32>>>,
         configs: BTreeMap<String, String>,
         validate_only: bool,
     },

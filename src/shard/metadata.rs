@@ -20,6 +20,18 @@ pub struct PartitionMeta {
     /// places every partition where it was when the shard count is unchanged.
     #[serde(alias = "shard")]
     pub slot: usize,
+    /// Whether this broker holds a replica (always on a single node; in cluster mode the
+    /// controller's assignment says). Partitions not hosted have no log here.
+    #[serde(default = "hosted_by_default", skip_serializing_if = "is_hosted")]
+    pub hosted: bool,
+}
+
+fn hosted_by_default() -> bool {
+    true
+}
+
+fn is_hosted(hosted: &bool) -> bool {
+    *hosted
 }
 
 /// The shard owning placement `slot` in a process running `shards` shards.
@@ -34,6 +46,10 @@ pub struct TopicMetadata {
     pub partitions: Vec<PartitionMeta>,
     /// Topic-level config overrides (Kafka property names).
     pub configs: BTreeMap<String, String>,
+    /// Cluster mode: a copy of the controller's topic (replaced and deleted as the metadata
+    /// log says). A topic without it was created by this node alone before it joined.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_controller: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +61,11 @@ pub struct ClusterMetadata {
     /// The slot the next new partition gets (round-robin over shards of any count).
     #[serde(alias = "next_shard")]
     pub next_slot: usize,
+    /// Cluster mode: the metadata log offset the controller's topics were copied at. A
+    /// broker applies only metadata at or past it, so a view that is still catching up
+    /// after a restart (behind what this broker already copied) never deletes a topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_offset: Option<u64>,
 }
 
 /// Why a metadata change was refused; each maps to a Kafka error code.
@@ -74,6 +95,7 @@ impl ClusterMetadata {
             cluster_id,
             topics: BTreeMap::new(),
             next_slot: 0,
+            controller_offset: None,
         }
     }
 
@@ -85,18 +107,48 @@ impl ClusterMetadata {
         self.topics.values().find(|t| t.id == id)
     }
 
-    /// The placement slot of `topic`/`partition`, if both exist.
+    /// The placement slot of `topic`/`partition`, if both exist and this broker hosts it.
     pub fn slot_of(&self, topic: &str, partition: i32) -> Option<usize> {
         let t = self.topics.get(topic)?;
         usize::try_from(partition)
             .ok()
             .and_then(|p| t.partitions.get(p))
+            .filter(|p| p.hosted)
             .map(|p| p.slot)
     }
 
-    /// Whether `topic` exists and has `partition`.
+    /// Cluster mode: the controller's topics as of metadata offset `offset` replace the
+    /// copies held so far (`topics`, by name, all marked `from_controller`); copies it no
+    /// longer has are dropped, topics of this node alone are kept. `None` when nothing
+    /// changed, or when `offset` is before the one already copied (a stale view).
+    pub fn with_controller_topics(
+        &self,
+        offset: u64,
+        topics: BTreeMap<String, TopicMetadata>,
+    ) -> Option<ClusterMetadata> {
+        if self.controller_offset.is_some_and(|o| offset < o) {
+            return None;
+        }
+        let mut next = self.clone();
+        next.controller_offset = Some(offset);
+        next.topics
+            .retain(|name, t| !t.from_controller || topics.contains_key(name));
+        for (name, topic) in topics {
+            next.topics.insert(name, topic);
+        }
+        if next.topics == self.topics {
+            // Nothing to open or delete; the offset is stored with the next real change.
+            return None;
+        }
+        next.version += 1;
+        Some(next)
+    }
+
+    /// Whether `topic` exists and has `partition` (hosted here or not).
     pub fn has_partition(&self, topic: &str, partition: i32) -> bool {
-        self.slot_of(topic, partition).is_some()
+        self.topics
+            .get(topic)
+            .is_some_and(|t| usize::try_from(partition).is_ok_and(|p| p < t.partitions.len()))
     }
 
     /// The shard owning `topic`/`partition` in a process of `shards` shards, if both exist.
@@ -109,7 +161,7 @@ impl ClusterMetadata {
     fn take_slot(&mut self) -> PartitionMeta {
         let slot = self.next_slot;
         self.next_slot = self.next_slot.wrapping_add(1);
-        PartitionMeta { slot }
+        PartitionMeta { slot, hosted: true }
     }
 
     /// Adds a topic; its partitions get consecutive slots, so they spread round-robin.
@@ -136,6 +188,7 @@ impl ClusterMetadata {
                 id,
                 partitions: placed,
                 configs,
+                from_controller: false,
             },
         );
         next.version += 1;
@@ -285,6 +338,50 @@ mod tests {
         );
         let on_one: Vec<Option<usize>> = (0..3).map(|p| m.shard_of("a", p, 1)).collect();
         assert_eq!(on_one, vec![Some(0); 3], "one shard owns all");
+    }
+
+    #[test]
+    fn controller_topics_replace_copies_and_a_stale_view_changes_nothing() {
+        let local = ClusterMetadata::new("c".into())
+            .with_topic("mine", 1, BTreeMap::new(), Uuid::from_u128(1))
+            .unwrap();
+        let copy = |name: &str, id: u128, hosted: bool| TopicMetadata {
+            name: name.into(),
+            id: Uuid::from_u128(id),
+            partitions: vec![
+                PartitionMeta { slot: 0, hosted },
+                PartitionMeta {
+                    slot: 1,
+                    hosted: true,
+                },
+            ],
+            configs: BTreeMap::new(),
+            from_controller: true,
+        };
+        let both = BTreeMap::from([
+            ("a".to_string(), copy("a", 2, false)),
+            ("b".to_string(), copy("b", 3, true)),
+        ]);
+        let m = local
+            .with_controller_topics(10, both.clone())
+            .expect("changed");
+        assert_eq!(m.controller_offset, Some(10));
+        assert!(
+            m.topic("mine").is_some(),
+            "a topic of this node alone stays"
+        );
+        assert_eq!(m.shard_of("a", 0, 2), None, "not hosted here");
+        assert!(m.has_partition("a", 0), "but it exists");
+        assert_eq!(m.shard_of("a", 1, 2), Some(1));
+        assert!(m.with_controller_topics(11, both).is_none(), "no change");
+        let only_b = BTreeMap::from([("b".to_string(), copy("b", 3, true))]);
+        assert!(
+            m.with_controller_topics(9, only_b.clone()).is_none(),
+            "an older view deletes nothing"
+        );
+        let later = m.with_controller_topics(12, only_b).expect("a deleted");
+        assert!(later.topic("a").is_none() && later.topic("b").is_some());
+        assert!(later.topic("mine").is_some());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! the replies are merged: one round trip per shard involved. Shard 0 is the only writer of
 //! the metadata; it persists each change and then hands the new version to every shard.
 
+pub mod cluster_admin;
 mod errors;
 pub mod fetch;
 pub mod fetch_budget;
@@ -88,6 +89,8 @@ pub struct Shard {
     /// Cluster mode: the live brokers and controller that shard 0 publishes from the
     /// metadata log (set once at start; unset on a single-node broker).
     pub cluster: std::cell::OnceCell<Arc<crate::controller::published::PublishedCluster>>,
+    /// Cluster mode, shard 0: where admin changes go (see [`cluster_admin`]).
+    cluster_admin: std::cell::OnceCell<cluster_admin::ClusterAdmin>,
 }
 
 impl Shard {
@@ -142,6 +145,7 @@ impl Shard {
                 first_session_id(id),
             )),
             cluster: std::cell::OnceCell::new(),
+            cluster_admin: std::cell::OnceCell::new(),
         });
         let meta = shard.metadata();
         if id == 0 {
@@ -308,6 +312,10 @@ impl Shard {
         let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::new();
         let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
         for (i, op) in ops.into_iter().enumerate() {
+            if let Some(refused) = self.leadership_refusal(&op) {
+                results[i] = Some(refused);
+                continue;
+            }
             let (topic, partition) = op.topic_partition();
             match meta.shard_of(topic, partition, self.count) {
                 Some(owner) => by_shard.entry(owner).or_default().push((i, op)),
@@ -555,6 +563,10 @@ impl Shard {
         self: &Rc<Self>,
         op: AdminOp,
     ) -> Result<Arc<ClusterMetadata>, AdminError> {
+        // Outside the section: the answer waits for the change to be adopted, which enters it.
+        if let Some(admin) = self.cluster_admin() {
+            return self.forward_admin(admin, op).await;
+        }
         let _inside = self.admin.enter().await;
         self.execute_admin_exclusive(op).await
     }
@@ -570,6 +582,7 @@ impl Shard {
                 partitions,
                 configs,
                 validate_only,
+                ..
             } => {
                 topic_log_config(&self.config.log_defaults, &configs).map_err(|e| AdminError {
                     code: ResponseError::InvalidConfig.code(),

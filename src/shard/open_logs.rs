@@ -32,7 +32,7 @@ impl Shard {
         for topic in meta.topics.values() {
             let log_config = self.log_config_of(topic);
             for (i, p) in topic.partitions.iter().enumerate() {
-                if metadata::shard_for_slot(p.slot, self.count) != self.id {
+                if !p.hosted || metadata::shard_for_slot(p.slot, self.count) != self.id {
                     continue;
                 }
                 let index = i as i32;

@@ -192,7 +192,12 @@ fn sweep_action(name: &str, is_dir: bool, meta: &ClusterMetadata) -> SweepAction
     if name.ends_with(DELETE_SUFFIX) {
         return SweepAction::Remove;
     }
-    if !is_dir || name.ends_with(STRAY_SUFFIX) {
+    // The metadata log of cluster mode looks like a partition of a topic but is not one:
+    // setting it aside would lose the voter's log and vote.
+    if !is_dir
+        || name.ends_with(STRAY_SUFFIX)
+        || name == crate::controller::quorum::METADATA_LOG_DIR
+    {
         return SweepAction::Keep;
     }
     match parse_dir_name(name) {
@@ -313,6 +318,7 @@ mod tests {
             (stray.as_str(), true, SweepAction::Keep),
             ("gone-0", false, SweepAction::Keep),
             ("__ringbroker_metadata", true, SweepAction::Keep),
+            ("__cluster_metadata-0", true, SweepAction::Keep),
             ("a-b-x", true, SweepAction::Keep),
             ("x-", true, SweepAction::Keep),
         ];

@@ -335,6 +335,10 @@ stop_broker "final stop"
 # Idempotent producers through a connection-cutting proxy, with broker restarts: the script starts
 # and stops its own broker (data in $WORK/idem-data, logs $WORK/broker-idem-N.*, checked below).
 run_client idempotence 300 python3 "$HERE/idempotence_test.py" --bin "$BIN" --work "$WORK"
+# Cluster mode: 3 voters + 1 broker-only node of its own (data $WORK/cluster-N, logs
+# $WORK/broker-cluster-N-*.{out,err}): topics through any node, produce/consume, groups,
+# kill -9 of the active controller, a dead broker's partitions leaderless until its restart.
+run_client cluster 240 python3 "$HERE/cluster_test.py" --bin "$BIN" --work "$WORK"
 check_no_panic
 summary
 [ "$FAILED" -eq 0 ]

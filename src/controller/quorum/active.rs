@@ -16,9 +16,12 @@ use super::server::BrokerCall;
 use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::active_controller::{ActiveController, ControllerConfig};
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
+use crate::controller::ids::MetadataOffset;
 use crate::controller::records::MetadataRecord;
+use crate::controller::topic_changes::TopicChange;
 use crate::runtime::{self, LocalReceiver};
 use crate::util::shutdown::ShutdownSignal;
+use uuid::Uuid;
 
 /// Runs until `shutdown`. `tick` is how often sessions are checked.
 pub async fn run(
@@ -89,8 +92,17 @@ pub async fn run(
 const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 async fn propose(node: &QuorumNode, records: Vec<MetadataRecord>) -> Option<ProposeError> {
-    if records.is_empty() {
-        return None;
+    propose_at(node, records).await.err()
+}
+
+/// Proposes `records` (not empty) and returns the offset of the last one once applied.
+async fn propose_at(
+    node: &QuorumNode,
+    records: Vec<MetadataRecord>,
+) -> Result<MetadataOffset, ProposeError> {
+    let count = records.len() as u64;
+    if count == 0 {
+        return Err(ProposeError::Empty);
     }
     let timed_out = async {
         runtime::sleep(PROPOSE_TIMEOUT).await;
@@ -99,10 +111,10 @@ async fn propose(node: &QuorumNode, records: Vec<MetadataRecord>) -> Option<Prop
         )))
     };
     match futures_lite::future::or(node.propose(records), timed_out).await {
-        Ok(_) => None,
+        Ok(first) => Ok(MetadataOffset(first.0 + count - 1)),
         Err(e) => {
             tracing::debug!(error = %e, "controller decision not committed");
-            Some(e)
+            Err(e)
         }
     }
 }
@@ -123,6 +135,10 @@ async fn answer(
     match request {
         ControllerRequest::RegisterBroker(r) => register(node, controller, r, now_ms).await,
         ControllerRequest::BrokerHeartbeat(h) => heartbeat(node, controller, h, now_ms).await,
+        ControllerRequest::TopicChanges {
+            changes,
+            validate_only,
+        } => topic_changes(node, controller, &changes, validate_only).await,
         // Raft's own requests never come this way (server.rs answers them).
         _ => refused("not a broker request", -1),
     }
@@ -170,5 +186,29 @@ async fn heartbeat(
             }
             ControllerResponse::Heartbeat(reply)
         }
+    }
+}
+
+async fn topic_changes(
+    node: &QuorumNode,
+    controller: &mut ActiveController,
+    changes: &[TopicChange],
+    validate_only: bool,
+) -> ControllerResponse {
+    let decision = controller.decide_topic_changes(&node.view().get(), changes, Uuid::new_v4);
+    if validate_only || decision.records.is_empty() {
+        return ControllerResponse::TopicChanges {
+            results: decision.results,
+            committed: None,
+        };
+    }
+    match propose_at(node, decision.records).await {
+        Ok(last) => ControllerResponse::TopicChanges {
+            results: decision.results,
+            committed: Some(last),
+        },
+        Err(ProposeError::NotLeader(n)) => ControllerResponse::NotController { leader: n.leader },
+        // REQUEST_TIMED_OUT: the change may still commit; the client retries and sees it.
+        Err(e) => refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod active;
 pub mod broker_session;
+pub mod controller_link;
 pub mod frame;
 pub mod log_store;
 pub mod network;

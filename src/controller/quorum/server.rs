@@ -12,6 +12,7 @@ use futures_lite::future;
 use super::state_machine::MetadataView;
 use super::wire::{read_frame, write_frame, ControllerRequest, ControllerResponse, WireError};
 use super::Raft;
+use crate::controller::ids::MetadataOffset;
 use crate::runtime::{self, LocalSender, TcpListener, TcpStream};
 use crate::util::local_oneshot;
 use crate::util::shutdown::ShutdownSignal;
@@ -94,7 +95,12 @@ async fn answer(ctx: &ServerContext, request: ControllerRequest) -> ControllerRe
         ControllerRequest::Status => {
             ControllerResponse::Status(super::status::report(&ctx.raft, &ctx.view))
         }
-        broker @ (ControllerRequest::RegisterBroker(_) | ControllerRequest::BrokerHeartbeat(_)) => {
+        ControllerRequest::FetchMetadata { after, wait_ms } => {
+            fetch_metadata(&ctx.view, after, wait_ms, &ctx.shutdown).await
+        }
+        broker @ (ControllerRequest::RegisterBroker(_)
+        | ControllerRequest::BrokerHeartbeat(_)
+        | ControllerRequest::TopicChanges { .. }) => {
             let not_controller = || ControllerResponse::NotController {
                 leader: ctx.raft.metrics().borrow().current_leader,
             };
@@ -108,4 +114,38 @@ async fn answer(ctx: &ServerContext, request: ControllerRequest) -> ControllerRe
             rx.await.unwrap_or_else(not_controller)
         }
     }
+}
+
+/// The longest a FetchMetadata may wait (the asker's request timeout is longer).
+const MAX_METADATA_WAIT_MS: u64 = 5_000;
+
+/// Answers once the applied offset is past `after`, or with `None` after the wait.
+async fn fetch_metadata(
+    view: &MetadataView,
+    after: Option<MetadataOffset>,
+    wait_ms: u64,
+    shutdown: &ShutdownSignal,
+) -> ControllerResponse {
+    let mut applied = view.subscribe();
+    let past = |offset: Option<MetadataOffset>| offset.is_some() && offset > after;
+    let waited = future::or(
+        async {
+            while !past(*applied.borrow_and_update()) {
+                if applied.changed().await.is_err() {
+                    break;
+                }
+            }
+        },
+        future::or(
+            runtime::sleep(std::time::Duration::from_millis(
+                wait_ms.min(MAX_METADATA_WAIT_MS),
+            )),
+            shutdown.wait(),
+        ),
+    );
+    waited.await;
+    if !past(view.applied_offset()) {
+        return ControllerResponse::Metadata(None);
+    }
+    ControllerResponse::Metadata(Some(view.get().to_snapshot()))
 }

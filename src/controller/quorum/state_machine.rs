@@ -41,7 +41,7 @@ pub struct MetadataView {
 }
 
 impl MetadataView {
-    fn new(meta: ClusterMetadata) -> MetadataView {
+    pub fn new(meta: ClusterMetadata) -> MetadataView {
         let applied = meta.applied_offset();
         MetadataView {
             meta: RefCell::new(meta),
@@ -63,7 +63,8 @@ impl MetadataView {
         self.applied.subscribe()
     }
 
-    fn replace(&self, meta: ClusterMetadata) {
+    /// Replaces the whole metadata (a snapshot installed, or fetched by a broker-only node).
+    pub fn replace(&self, meta: ClusterMetadata) {
         let applied = meta.applied_offset();
         *self.meta.borrow_mut() = meta;
         self.applied.send_replace(applied);

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use super::MetadataRaft;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat, HeartbeatReply};
-use crate::controller::ids::{BrokerEpoch, BrokerId};
+use crate::controller::cluster_metadata::MetadataSnapshot;
+use crate::controller::ids::{BrokerEpoch, BrokerId, MetadataOffset};
+use crate::controller::topic_changes::{ChangeRefused, TopicChange};
 
 /// The largest frame either side accepts. Snapshot chunks are the largest messages
 /// (openraft's default chunk is 3 MiB); a metadata batch is far smaller.
@@ -33,6 +35,17 @@ pub enum ControllerRequest {
     BrokerHeartbeat(Heartbeat),
     /// `ringbroker cluster status`.
     Status,
+    /// A topic admin request forwarded by a broker to the active controller.
+    TopicChanges {
+        changes: Vec<TopicChange>,
+        validate_only: bool,
+    },
+    /// The applied metadata once it is past `after` (any voter answers), waiting at most
+    /// `wait_ms`: how a broker that is not a voter follows the metadata log.
+    FetchMetadata {
+        after: Option<MetadataOffset>,
+        wait_ms: u64,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -48,6 +61,14 @@ pub enum ControllerResponse {
     },
     Heartbeat(HeartbeatReply),
     Status(super::status::ClusterStatusReport),
+    /// Per change in request order; `committed` is the offset of the batch's last record
+    /// (`None` when nothing was proposed: all refused, or validate_only).
+    TopicChanges {
+        results: Vec<Result<(), ChangeRefused>>,
+        committed: Option<MetadataOffset>,
+    },
+    /// `None`: nothing was applied past `after` within the wait.
+    Metadata(Option<MetadataSnapshot>),
     /// This node is not the active controller; `leader` is the one it knows of.
     NotController {
         leader: Option<BrokerId>,

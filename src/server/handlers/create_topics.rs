@@ -32,19 +32,32 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         let name = topic.name.0.to_string();
         let mut result = CreatableTopicResult::default();
         result.name = topic.name.clone();
-        let assigned = manual_partition_count(topic, shard.config.node_id);
+        let clustered = shard.cluster.get().is_some();
+        // In cluster mode the controller checks counts and assignments against the live
+        // brokers; a single node checks them here.
+        let assigned = if clustered {
+            None
+        } else {
+            manual_partition_count(topic, shard.config.node_id)
+        };
+        let manual = clustered && !topic.assignments.is_empty();
         let partitions = match &assigned {
             Some(Ok(n)) => *n,
+            _ if manual => topic.assignments.len() as i32,
             _ if topic.num_partitions == -1 => shard.config.num_partitions,
             _ => topic.num_partitions,
         };
         if req.version() >= 5 {
             result.num_partitions = partitions;
-            result.replication_factor = 1;
+            result.replication_factor = if clustered {
+                topic.replication_factor
+            } else {
+                1
+            };
         }
         let outcome = if let Some(Err(refused)) = assigned {
             Err(refused)
-        } else if assigned.is_none() && topic.replication_factor > 1 {
+        } else if !clustered && assigned.is_none() && topic.replication_factor > 1 {
             Err((
                 ResponseError::InvalidReplicationFactor.code(),
                 format!(
@@ -59,10 +72,20 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     configs.insert(c.name.to_string(), v.to_string());
                 }
             }
+            let assignment = manual.then(|| {
+                let mut sorted: Vec<_> = topic.assignments.iter().collect();
+                sorted.sort_by_key(|a| a.partition_index);
+                sorted
+                    .iter()
+                    .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                    .collect()
+            });
             shard
                 .admin(AdminOp::CreateTopic {
                     name: name.clone(),
                     partitions,
+                    replication_factor: i32::from(topic.replication_factor),
+                    assignment,
                     configs,
                     validate_only: request.validate_only,
                 })
@@ -73,6 +96,14 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             Ok(meta) => {
                 if let Some(t) = meta.topic(&name).filter(|_| req.version() >= 7) {
                     result.topic_id = t.id;
+                }
+                if let Some(rf) = clustered
+                    .then(|| replication_factor_of(shard, &name))
+                    .flatten()
+                {
+                    if req.version() >= 5 {
+                        result.replication_factor = rf;
+                    }
                 }
                 let offline = match meta.topic(&name).filter(|_| !request.validate_only) {
                     Some(t) => shard.offline_partitions_of(t, 0),
@@ -103,6 +134,15 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         return Ok(encode_create_topics_response_v0_1(&response, req.version()));
     }
     req.encode(&response)
+}
+
+/// Cluster mode: the replication factor the controller gave `topic` (its first partition's).
+fn replication_factor_of(shard: &crate::shard::Shard, topic: &str) -> Option<i16> {
+    let summary = shard.cluster.get()?.get();
+    let t = summary.metadata.topic_by_name(topic)?;
+    t.partitions
+        .first()
+        .and_then(|p| i16::try_from(p.replicas.len()).ok())
 }
 
 /// The partition count a manual assignment asks for (`None`: no assignment), or why Kafka

@@ -1,6 +1,7 @@
-//! FindCoordinator (key 10): which broker coordinates a group. There is a single broker, so
-//! every group key is answered with this one; transactions are not supported. v0–v3 ask for
-//! one key, v4+ for a batch (`coordinator_keys`), each answered on its own.
+//! FindCoordinator (key 10): which broker coordinates a group: on a single node this one, in
+//! cluster mode the leader of the group's `__consumer_offsets` partition. Transactions are not
+//! supported. v0–v3 ask for one key, v4+ for a batch (`coordinator_keys`), each answered on
+//! its own.
 
 use crate::protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use crate::protocol::messages::find_coordinator_response::{Coordinator, FindCoordinatorResponse};
@@ -9,6 +10,7 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};
+use crate::shard::cluster_admin::CoordinatorBroker;
 
 /// `key_type` values (v1+; v0 always means a group).
 const KEY_TYPE_GROUP: i8 = 0;
@@ -30,16 +32,27 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     // One broker coordinates every group, once `__consumer_offsets` exists (it is created at
     // startup; until then Kafka's answer is COORDINATOR_NOT_AVAILABLE, which clients retry).
     let offsets_ready = req.shard.group_coordinator_shard("").is_some();
-    let outcome = coordinator_for(request.key_type).and_then(|()| {
-        if offsets_ready {
-            Ok(())
-        } else {
-            Err((
+    let this_broker = CoordinatorBroker {
+        id: config.node_id,
+        host: config.advertised_host.clone(),
+        port: config.advertised_port,
+    };
+    // Cluster mode: the leader of the group's offsets partition, wherever it is.
+    let outcome_for = |key: &str| -> Result<CoordinatorBroker, Refusal> {
+        coordinator_for(request.key_type)?;
+        match req.shard.cluster_coordinator(key) {
+            Some(Ok(b)) => Ok(b),
+            Some(Err(code)) => Err((
+                code,
+                "the group's offsets partition has no leader".to_string(),
+            )),
+            None if offsets_ready => Ok(this_broker.clone()),
+            None => Err((
                 ResponseError::CoordinatorNotAvailable.code(),
                 "the offsets topic is not created yet".to_string(),
-            ))
+            )),
         }
-    });
+    };
     let mut response = FindCoordinatorResponse::default();
     if req.version() >= BATCHED_VERSION {
         response.coordinators = request
@@ -48,11 +61,11 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             .map(|key| {
                 let mut c = Coordinator::default();
                 c.key = key.clone();
-                match &outcome {
-                    Ok(()) => {
-                        c.node_id = BrokerId(config.node_id);
-                        c.host = str_bytes(config.advertised_host.clone());
-                        c.port = i32::from(config.advertised_port);
+                match &outcome_for(key) {
+                    Ok(b) => {
+                        c.node_id = BrokerId(b.id);
+                        c.host = str_bytes(b.host.clone());
+                        c.port = i32::from(b.port);
                         c.error_message = None;
                     }
                     Err((code, message)) => {
@@ -66,11 +79,11 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             })
             .collect();
     } else {
-        match outcome {
-            Ok(()) => {
-                response.node_id = BrokerId(config.node_id);
-                response.host = str_bytes(config.advertised_host.clone());
-                response.port = i32::from(config.advertised_port);
+        match outcome_for(&request.key) {
+            Ok(b) => {
+                response.node_id = BrokerId(b.id);
+                response.host = str_bytes(b.host);
+                response.port = i32::from(b.port);
                 response.error_message = None;
             }
             Err((code, message)) => {

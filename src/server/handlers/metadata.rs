@@ -12,6 +12,8 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{str_bytes, topic_name, HandlerError, Request};
+use crate::controller::client_view;
+use crate::controller::cluster_metadata::{ClusterMetadata as ControllerMetadata, TopicState};
 use crate::group::api::OFFSETS_TOPIC;
 use crate::shard::messages::AdminOp;
 use crate::shard::metadata::{validate_topic_name, TopicMetadata};
@@ -51,6 +53,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             let created = shard
                 .admin(AdminOp::CreateTopic {
                     name: name.clone(),
+                    replication_factor: -1,
+                    assignment: None,
                     partitions: config.num_partitions,
                     configs: BTreeMap::new(),
                     validate_only: false,
@@ -70,14 +74,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let version = req.version();
     // Only fields that exist in the client's version may differ from their defaults.
     let topic_entry = |t: &TopicMetadata| {
-        let mut topic = MetadataResponseTopic::default();
-        topic.name = Some(topic_name(&t.name));
-        if version >= 10 {
-            topic.topic_id = t.id;
-        }
-        if version >= 1 {
-            topic.is_internal = t.name == OFFSETS_TOPIC;
-        }
+        let mut topic = topic_header(&t.name, t.id, version);
         topic.partitions = (0..t.partitions.len())
             .map(|i| {
                 let mut p = MetadataResponsePartition::default();
@@ -103,24 +100,29 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             .collect();
         topic
     };
-    let topics = match &wanted {
-        None => meta.topics.values().map(topic_entry).collect(),
-        Some(names) => names
+    let cluster_meta = shard.cluster.get().map(|c| c.get());
+    let topics = match (&wanted, &cluster_meta) {
+        // Cluster mode: the controller's topics, leaders and ISRs, whatever this broker hosts.
+        (_, Some(summary)) => {
+            let meta = &summary.metadata;
+            let entry = |t: &TopicState| cluster_topic_entry(meta, t, version);
+            match &wanted {
+                None => meta.topics().map(|t| entry(t)).collect(),
+                Some(names) => names
+                    .iter()
+                    .map(|name| match meta.topic_by_name(name) {
+                        Some(t) => entry(t),
+                        None => missing_topic(name, &creation_errors),
+                    })
+                    .collect(),
+            }
+        }
+        (None, None) => meta.topics.values().map(topic_entry).collect(),
+        (Some(names), None) => names
             .iter()
             .map(|name| match meta.topic(name) {
                 Some(t) => topic_entry(t),
-                None => {
-                    let mut topic = MetadataResponseTopic::default();
-                    topic.name = Some(topic_name(name));
-                    topic.error_code = match creation_errors.get(name) {
-                        Some(code) => *code,
-                        None if validate_topic_name(name).is_err() => {
-                            ResponseError::InvalidTopicException.code()
-                        }
-                        None => ResponseError::UnknownTopicOrPartition.code(),
-                    };
-                    topic
-                }
+                None => missing_topic(name, &creation_errors),
             })
             .collect(),
     };
@@ -164,4 +166,65 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     }
     response.topics = topics;
     req.encode(&response)
+}
+
+/// A topic's name, id (v10+) and internal flag (v1+): only fields of the client's version
+/// may differ from their defaults.
+fn topic_header(name: &str, id: uuid::Uuid, version: i16) -> MetadataResponseTopic {
+    let mut topic = MetadataResponseTopic::default();
+    topic.name = Some(topic_name(name));
+    if version >= 10 {
+        topic.topic_id = id;
+    }
+    if version >= 1 {
+        topic.is_internal = name == OFFSETS_TOPIC;
+    }
+    topic
+}
+
+/// A topic asked for by name that does not exist (or could not be created).
+fn missing_topic(name: &str, creation_errors: &BTreeMap<String, i16>) -> MetadataResponseTopic {
+    let mut topic = MetadataResponseTopic::default();
+    topic.name = Some(topic_name(name));
+    topic.error_code = match creation_errors.get(name) {
+        Some(code) => *code,
+        None if validate_topic_name(name).is_err() => ResponseError::InvalidTopicException.code(),
+        None => ResponseError::UnknownTopicOrPartition.code(),
+    };
+    topic
+}
+
+/// A topic as the controller's metadata has it: per partition the leader (or -1 with
+/// LEADER_NOT_AVAILABLE), its epoch, the replicas, the ISR and the offline replicas.
+fn cluster_topic_entry(
+    meta: &ControllerMetadata,
+    t: &TopicState,
+    version: i16,
+) -> MetadataResponseTopic {
+    let ids = |brokers: &[crate::controller::BrokerId]| -> Vec<BrokerId> {
+        brokers.iter().map(|b| BrokerId(b.0)).collect()
+    };
+    let mut topic = topic_header(&t.name, t.id, version);
+    topic.partitions = t
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(i, state)| {
+            let mut p = MetadataResponsePartition::default();
+            p.partition_index = i as i32;
+            let (leader, error) = client_view::leader_and_error(state);
+            p.leader_id = BrokerId(leader);
+            p.error_code = error;
+            if version >= 7 {
+                p.leader_epoch = state.leader_epoch.0;
+            }
+            p.replica_nodes = ids(&state.replicas);
+            p.isr_nodes = ids(&state.isr);
+            if version >= 5 {
+                p.offline_replicas = ids(&client_view::offline_replicas(meta, state));
+            }
+            p
+        })
+        .collect();
+    topic
 }

@@ -1,0 +1,294 @@
+//! Cluster mode on the shards: topic changes are the controller's, not shard 0's. Admin
+//! requests are forwarded to the active controller and answered once the committed change is
+//! applied here; the controller's topics are copied into the shards' metadata (with the
+//! partitions this broker hosts), and partition requests for partitions another broker leads
+//! are refused with NOT_LEADER_OR_FOLLOWER, as Kafka's replica manager does.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::errors::error_result;
+use super::messages::{AdminError, AdminOp, PartitionOp, PartitionResult};
+use super::metadata::{ClusterMetadata, PartitionMeta, TopicMetadata};
+use super::Shard;
+use crate::controller::cluster_metadata::ClusterMetadata as ControllerMetadata;
+use crate::controller::ids::{BrokerId, MetadataOffset};
+use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
+use crate::controller::topic_admin::CreateTopicRequest;
+use crate::controller::topic_changes::TopicChange;
+use crate::group::api::OFFSETS_TOPIC;
+use crate::protocol::ResponseError;
+use crate::runtime;
+
+/// How long a forwarded change may take, commit and local apply included (Kafka's
+/// `request.timeout.ms` default is 30 s).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Shard 0's part of cluster mode: the link to the controller and how far the controller's
+/// topics have been copied into the shards' metadata.
+pub struct ClusterAdmin {
+    link: Rc<ControllerLink>,
+    adopted: tokio::sync::watch::Sender<Option<MetadataOffset>>,
+}
+
+impl ClusterAdmin {
+    pub fn new(link: Rc<ControllerLink>) -> ClusterAdmin {
+        ClusterAdmin {
+            link,
+            adopted: tokio::sync::watch::Sender::new(None),
+        }
+    }
+
+    /// Waits until the metadata up to `offset` is in every shard, at most `limit`.
+    async fn wait_adopted(&self, offset: MetadataOffset, limit: Duration) -> bool {
+        let mut adopted = self.adopted.subscribe();
+        let reached = async {
+            loop {
+                if adopted.borrow_and_update().is_some_and(|a| a >= offset) {
+                    return true;
+                }
+                if adopted.changed().await.is_err() {
+                    return false;
+                }
+            }
+        };
+        futures_lite::future::or(reached, async {
+            runtime::sleep(limit).await;
+            false
+        })
+        .await
+    }
+}
+
+/// The controller's topics as this broker's shards hold them: every topic with every
+/// partition (so indexes and slots match the cluster), logs only where this broker is a
+/// replica.
+pub fn local_topics(meta: &ControllerMetadata, me: BrokerId) -> BTreeMap<String, TopicMetadata> {
+    meta.topics()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| PartitionMeta {
+                    slot: p.slot,
+                    hosted: p.replicas.contains(&me),
+                })
+                .collect();
+            let topic = TopicMetadata {
+                name: t.name.clone(),
+                id: t.id,
+                partitions,
+                configs: t.configs.clone(),
+                from_controller: true,
+            };
+            (t.name.clone(), topic)
+        })
+        .collect()
+}
+
+fn change_of(op: AdminOp) -> (TopicChange, bool) {
+    let wire = |n: i32| (n >= 0).then_some(n);
+    match op {
+        AdminOp::CreateTopic {
+            name,
+            partitions,
+            replication_factor,
+            assignment,
+            configs,
+            validate_only,
+        } => {
+            let assignment = assignment.map(|a| {
+                a.into_iter()
+                    .map(|replicas| replicas.into_iter().map(BrokerId).collect())
+                    .collect()
+            });
+            let manual = assignment.is_some();
+            let request = CreateTopicRequest {
+                name,
+                partitions: wire(partitions).filter(|_| !manual),
+                replication_factor: wire(replication_factor).filter(|_| !manual),
+                assignment,
+                configs,
+            };
+            (TopicChange::Create(request), validate_only)
+        }
+        AdminOp::DeleteTopic { name } => (TopicChange::Delete { name }, false),
+        AdminOp::CreatePartitions {
+            name,
+            total,
+            validate_only,
+        } => (TopicChange::CreatePartitions { name, total }, validate_only),
+        AdminOp::SetTopicConfigs {
+            name,
+            configs,
+            validate_only,
+        } => (TopicChange::SetConfigs { name, configs }, validate_only),
+    }
+}
+
+impl Shard {
+    /// Shard 0 in cluster mode: from now on admin changes go to the controller.
+    pub fn attach_cluster_admin(&self, admin: ClusterAdmin) {
+        if self.cluster_admin.set(admin).is_err() {
+            tracing::error!("cluster admin attached twice; the first one stays");
+        }
+    }
+
+    pub(super) fn cluster_admin(&self) -> Option<&ClusterAdmin> {
+        self.cluster_admin.get()
+    }
+
+    /// Sends `op` to the active controller; answers once the change is applied on every
+    /// shard of this broker.
+    pub(super) async fn forward_admin(
+        self: &Rc<Self>,
+        admin: &ClusterAdmin,
+        op: AdminOp,
+    ) -> Result<Arc<ClusterMetadata>, AdminError> {
+        if let AdminOp::DeleteTopic { name } | AdminOp::CreatePartitions { name, .. } = &op {
+            if name == OFFSETS_TOPIC {
+                return Err(AdminError {
+                    code: ResponseError::InvalidTopicException.code(),
+                    message: format!("{name} is internal and cannot be deleted or repartitioned"),
+                });
+            }
+        }
+        let (change, validate_only) = change_of(op);
+        let answer = admin
+            .link
+            .forward(vec![change], validate_only, FORWARD_TIMEOUT)
+            .await
+            .map_err(|e| match e {
+                ForwardError::Refused(r) => AdminError {
+                    code: r.code,
+                    message: r.message,
+                },
+                e @ ForwardError::NoController(_) => AdminError {
+                    code: ResponseError::RequestTimedOut.code(),
+                    message: e.to_string(),
+                },
+            })?;
+        if let Some(Err(refused)) = answer.results.into_iter().next() {
+            return Err(AdminError {
+                code: refused.code,
+                message: refused.message,
+            });
+        }
+        if let Some(offset) = answer.committed {
+            if !admin.wait_adopted(offset, FORWARD_TIMEOUT).await {
+                return Err(AdminError {
+                    code: ResponseError::RequestTimedOut.code(),
+                    message: format!(
+                        "the change committed at metadata offset {} is not applied on this broker yet",
+                        offset.0
+                    ),
+                });
+            }
+        }
+        Ok(self.metadata())
+    }
+
+    /// Whether metadata applied up to `offset` is behind what this broker already copied
+    /// (a view still catching up after a restart): not to be copied nor published.
+    pub fn behind_copied(&self, offset: Option<MetadataOffset>) -> bool {
+        let copied = self.metadata().controller_offset;
+        copied.is_some_and(|c| offset.is_none_or(|o| o.0 < c))
+    }
+
+    /// Shard 0: copies the controller's topics as of `offset` into every shard (opening the
+    /// logs of new hosted partitions, deleting those of deleted topics).
+    pub async fn adopt_controller_topics(
+        self: &Rc<Self>,
+        offset: MetadataOffset,
+        topics: BTreeMap<String, TopicMetadata>,
+    ) -> Result<(), AdminError> {
+        {
+            let _inside = self.admin.enter().await;
+            if let Some(next) = self.metadata().with_controller_topics(offset.0, topics) {
+                let next = Arc::new(next);
+                super::metadata_store::save(&self.config.data_dir, &next)
+                    .await
+                    .map_err(|e| AdminError {
+                        code: ResponseError::KafkaStorageError.code(),
+                        message: e.to_string(),
+                    })?;
+                self.broadcast_metadata(next).await;
+            }
+        }
+        if let Some(admin) = self.cluster_admin() {
+            admin.adopted.send_replace(Some(offset));
+        }
+        Ok(())
+    }
+
+    /// Cluster mode: the refusal of a partition request this broker cannot serve, decided on
+    /// the published metadata; `None` when it leads the partition (or on a single node).
+    pub(super) fn leadership_refusal(&self, op: &PartitionOp) -> Option<PartitionResult> {
+        let cluster = self.cluster.get()?;
+        let summary = cluster.get();
+        let (topic, partition) = op.topic_partition();
+        let state = summary.metadata.topic_by_name(topic).and_then(|t| {
+            usize::try_from(partition)
+                .ok()
+                .and_then(|i| t.partitions.get(i))
+        });
+        let Some(state) = state else {
+            return Some(error_result(
+                op,
+                ResponseError::UnknownTopicOrPartition.code(),
+                format!("{topic}-{partition} does not exist"),
+            ));
+        };
+        let me = BrokerId(self.config.node_id);
+        let describe = matches!(op, PartitionOp::Describe { .. });
+        if state.leader == Some(me) || (describe && state.replicas.contains(&me)) {
+            return None;
+        }
+        let message = match state.leader {
+            Some(l) => format!("broker {} leads {topic}-{partition}, not this one", l.0),
+            None => format!("{topic}-{partition} has no leader"),
+        };
+        Some(error_result(
+            op,
+            ResponseError::NotLeaderOrFollower.code(),
+            message,
+        ))
+    }
+}
+
+/// The broker coordinating a group in cluster mode: the leader of its offsets partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinatorBroker {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Shard {
+    /// Cluster mode: who coordinates `group_id`, or the error code to answer while nobody
+    /// can (no offsets topic yet, its partition leaderless); `None` on a single node.
+    pub fn cluster_coordinator(&self, group_id: &str) -> Option<Result<CoordinatorBroker, i16>> {
+        let summary = self.cluster.get()?.get();
+        let unavailable = Err(ResponseError::CoordinatorNotAvailable.code());
+        let Some(topic) = summary.metadata.topic_by_name(OFFSETS_TOPIC) else {
+            return Some(unavailable);
+        };
+        let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+        let partition = crate::group::api::offsets_partition_for(group_id, count);
+        let leader = usize::try_from(partition)
+            .ok()
+            .and_then(|p| topic.partitions.get(p))
+            .and_then(|p| p.leader);
+        let broker = leader.and_then(|l| summary.brokers.iter().find(|b| b.id == l));
+        Some(match broker {
+            Some(b) => Ok(CoordinatorBroker {
+                id: b.id.0,
+                host: b.host.clone(),
+                port: b.port,
+            }),
+            None => unavailable,
+        })
+    }
+}

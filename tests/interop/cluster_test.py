@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Cluster mode with real clients: 3 voters + 1 broker-only node on loopback ports.
+
+    cluster_test.py --bin path/to/ringbroker --work DIR
+
+Starts its OWN four brokers (data DIR/cluster-N, logs DIR/broker-cluster-N.{out,err}, so
+run.sh's panic check sees them), with short heartbeat/session/election timeouts, then:
+
+  brokers        every node lists the 4 brokers (confluent-kafka and kafka-python metadata)
+  create         topics created through the broker-only node (confluent-kafka AdminClient) and
+                 through a voter (kafka-python KafkaAdminClient): leaders spread over brokers,
+                 duplicate -> TOPIC_ALREADY_EXISTS, RF 5 -> INVALID_REPLICATION_FACTOR; a topic
+                 is visible from every node with the same id
+  produce        confluent-kafka acks=all through the broker-only node; kafka-python group
+                 consumer through a voter reads every record exactly once, commits, and a second
+                 consumer of the group resumes after the commit (coordinator on whichever broker)
+  controller     kill -9 of the active controller (from `ringbroker cluster status`): a new one
+                 within a few election timeouts; topics can still be created; the dead broker's
+                 partitions become leaderless once its session ran out (LEADER_NOT_AVAILABLE)
+                 and are led again after it restarts, with all their records
+Every wait is bounded; every process is stopped at the end.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import Reporter  # noqa: E402
+
+from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from kafka import KafkaConsumer  # noqa: E402
+from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic  # noqa: E402
+from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError  # noqa: E402
+
+rep = Reporter("cluster")
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", required=True)
+ap.add_argument("--work", required=True)
+args = ap.parse_args()
+
+SESSION_MS = 2000
+ELECTION_MS = 300
+NODES = [1, 2, 3, 4]
+VOTERS = [1, 2, 3]
+ports = {n: common.free_port() for n in NODES}
+cports = {n: common.free_port() for n in VOTERS}
+voters = ",".join(f"{n}@127.0.0.1:{cports[n]}" for n in VOTERS)
+procs = {}
+starts = {n: 0 for n in NODES}
+
+
+def start(n):
+    starts[n] += 1
+    data = os.path.join(args.work, f"cluster-{n}")
+    os.makedirs(data, exist_ok=True)
+    listeners = f"PLAINTEXT://127.0.0.1:{ports[n]}"
+    settings = [
+        f"node.id={n}",
+        f"controller.quorum.voters={voters}",
+        f"controller.quorum.election.timeout.ms={ELECTION_MS}",
+        "broker.heartbeat.interval.ms=200",
+        f"broker.session.timeout.ms={SESSION_MS}",
+        "ringbroker.metrics.listen=none",
+    ]
+    if n in VOTERS:
+        listeners += f",CONTROLLER://127.0.0.1:{cports[n]}"
+    else:
+        settings.append("process.roles=broker")
+    settings.append(f"listeners={listeners}")
+    cmd = [args.bin, "serve", "--data-dir", data, "--shards", "1"]
+    for s in settings:
+        cmd += ["--set", s]
+    base = os.path.join(args.work, f"broker-cluster-{n}-{starts[n]}")
+    env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info,openraft=warn"))
+    procs[n] = subprocess.Popen(
+        cmd, stdout=open(base + ".out", "w"), stderr=open(base + ".err", "w"), env=env
+    )
+
+
+def stop_all():
+    for p in procs.values():
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs.values():
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def bootstrap(n):
+    return f"127.0.0.1:{ports[n]}"
+
+
+def cluster_metadata(n, topic=None, timeout=5):
+    admin = AdminClient({"bootstrap.servers": bootstrap(n)})
+    return admin.list_topics(topic=topic, timeout=timeout)
+
+
+def live_brokers(n):
+    try:
+        return sorted(cluster_metadata(n).brokers)
+    except Exception:  # noqa: BLE001 - not up yet
+        return None
+
+
+def cluster_status():
+    for n in VOTERS:
+        if procs[n].poll() is not None:
+            continue
+        out = subprocess.run(
+            [args.bin, "cluster", "status", "--controller", f"127.0.0.1:{cports[n]}", "--format", "json"],
+            capture_output=True, text=True, timeout=10,
+        )
+        if out.returncode == 0:
+            return json.loads(out.stdout)
+    return None
+
+
+def leaders(n, topic):
+    t = cluster_metadata(n, topic).topics.get(topic)
+    if t is None or t.error is not None:
+        return None
+    return {p: (m.leader, m.error.code() if m.error else 0) for p, m in t.partitions.items()}
+
+
+def check_brokers():
+    for n in NODES:
+        got = common.wait_until(lambda: live_brokers(n) == NODES and NODES, 30)
+        rep.equal(live_brokers(n), NODES, f"node {n} lists every broker")
+    kp = KafkaConsumer(bootstrap_servers=bootstrap(4), request_timeout_ms=10000)
+    try:
+        kp.topics()
+        ids = sorted(b.node_id for b in kp._client.cluster.brokers())
+        rep.equal(ids, NODES, "kafka-python sees every broker through the broker-only node")
+    finally:
+        kp.close()
+    return got
+
+
+def check_create():
+    admin = AdminClient({"bootstrap.servers": bootstrap(4)})
+    fs = admin.create_topics([NewTopic("c-orders", 8, 1)], operation_timeout=20)
+    fs["c-orders"].result(timeout=30)
+    rep.ok("confluent-kafka creates a topic through the broker-only node")
+    for topic, rf, error in [("c-orders", 1, "TOPIC_ALREADY_EXISTS"), ("c-rf5", 5, "INVALID_REPLICATION_FACTOR")]:
+        refused = admin.create_topics([NewTopic(topic, 8, rf)])[topic]
+        try:
+            refused.result(timeout=30)
+            rep.fail(f"{topic} RF {rf} refused", "accepted")
+        except Exception as e:  # noqa: BLE001
+            rep.check(error in str(e), f"{topic} RF {rf} is {error}", e)
+    kadmin = KafkaAdminClient(bootstrap_servers=bootstrap(2), request_timeout_ms=30000)
+    try:
+        kadmin.create_topics([KpNewTopic("kp-orders", 4, 2)])
+        rep.ok("kafka-python creates an RF 2 topic through a voter")
+        try:
+            kadmin.create_topics([KpNewTopic("kp-orders", 4, 1)])
+            rep.fail("kafka-python duplicate refused", "accepted")
+        except TopicAlreadyExistsError:
+            rep.ok("kafka-python duplicate is TopicAlreadyExistsError")
+        try:
+            kadmin.create_topics([KpNewTopic("kp-rf9", 1, 9)])
+            rep.fail("kafka-python RF 9 refused", "accepted")
+        except InvalidReplicationFactorError:
+            rep.ok("kafka-python RF 9 is InvalidReplicationFactorError")
+    finally:
+        kadmin.close()
+    seen = {}
+    for n in NODES:
+        t = cluster_metadata(n, "c-orders").topics["c-orders"]
+        seen[n] = sorted((p, m.leader, tuple(m.replicas), tuple(m.isrs)) for p, m in t.partitions.items())
+    rep.check(len({json.dumps(v) for v in seen.values()}) == 1, "every node tells the same leaders", seen)
+    spread = {leader for (_, leader, _, _) in seen[1]}
+    rep.check(len(spread) == 4, "8 partitions are led by all 4 brokers", spread)
+    kp = cluster_metadata(1, "kp-orders").topics["kp-orders"]
+    reps = [len(m.replicas) for m in kp.partitions.values()]
+    rep.equal(reps, [2, 2, 2, 2], "kp-orders has 2 replicas per partition")
+
+
+def produce(topic, n, prefix, via):
+    errors = []
+    p = Producer({"bootstrap.servers": bootstrap(via), "acks": "all", "linger.ms": 5})
+
+    def report(err, _msg):
+        if err is not None:
+            errors.append(str(err))
+
+    for i in range(n):
+        p.produce(topic, key=str(i).encode(), value=f"{prefix}-{i}".encode(), on_delivery=report)
+        p.poll(0)
+    left = p.flush(60)
+    return left, errors
+
+
+def consume_group(topic, group, via, want, timeout_s=40):
+    c = KafkaConsumer(
+        topic, bootstrap_servers=bootstrap(via), group_id=group, auto_offset_reset="earliest",
+        enable_auto_commit=False, consumer_timeout_ms=3000, request_timeout_ms=30000,
+        session_timeout_ms=10000, heartbeat_interval_ms=1000,
+    )
+    got = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(got) < want and time.monotonic() < deadline:
+            for records in c.poll(timeout_ms=1000).values():
+                got.extend(r.value.decode() for r in records)
+        c.commit()
+    finally:
+        c.close()
+    return got
+
+
+def check_produce():
+    left, errors = produce("c-orders", 800, "a", via=4)
+    rep.check(left == 0 and not errors, "800 acks=all records produced through the broker-only node", (left, errors[:3]))
+    got = consume_group("c-orders", "g-cluster", via=1, want=800)
+    rep.equal(sorted(got), sorted(f"a-{i}" for i in range(800)), "the group consumer reads each record once")
+    left, errors = produce("c-orders", 100, "b", via=2)
+    rep.check(left == 0 and not errors, "100 more records through a voter", (left, errors[:3]))
+    again = consume_group("c-orders", "g-cluster", via=3, want=100)
+    rep.equal(sorted(again), sorted(f"b-{i}" for i in range(100)), "the group resumes after its commit")
+
+
+def check_controller_loss():
+    status = common.wait_until(lambda: (s := cluster_status()) and s.get("leader") and s, 20)
+    leader = status and status["leader"]
+    if not rep.check(leader in VOTERS, "cluster status names the active controller", status):
+        return
+    before = leaders(1, "c-orders")
+    procs[leader].kill()
+    procs[leader].wait()
+    others = [n for n in NODES if n != leader]
+
+    def new_leader():
+        s = cluster_status()
+        new = s and s.get("leader")
+        return new if new and new != leader else None
+
+    rep.check(common.wait_until(new_leader, 10 * ELECTION_MS / 1000 + 5), "a new controller after kill -9 of the old")
+    admin = AdminClient({"bootstrap.servers": bootstrap(others[0])})
+    try:
+        admin.create_topics([NewTopic("after-failover", 2, 1)], operation_timeout=20)["after-failover"].result(timeout=30)
+        rep.ok("a topic is created after the failover")
+    except Exception as e:  # noqa: BLE001
+        rep.fail("a topic is created after the failover", e)
+    dead = [p for p, (l, _) in before.items() if l == leader]
+
+    def leaderless():
+        now = leaders(others[0], "c-orders")
+        return now and all(now[p] == (-1, 5) for p in dead) and now
+
+    rep.check(common.wait_until(leaderless, SESSION_MS / 1000 * 3 + 5),
+              f"partitions {dead} of the dead broker {leader} are LEADER_NOT_AVAILABLE", leaders(others[0], "c-orders"))
+    start(leader)
+
+    def back():
+        now = leaders(others[0], "c-orders")
+        return now and all(now[p] == (leader, 0) for p in dead) and now
+
+    rep.check(common.wait_until(back, 40), "its partitions are led again after the restart", leaders(others[0], "c-orders"))
+    got = consume_group("c-orders", "g-after-restart", via=leader, want=900)
+    rep.equal(len(got), 900, "every record is readable after the restart")
+
+
+try:
+    for n in NODES:
+        start(n)
+    if check_brokers():
+        rep.run("create", check_create)
+        rep.run("produce", check_produce)
+        rep.run("controller", check_controller_loss)
+    else:
+        rep.fail("cluster formed", "not every node listed the 4 brokers within 30 s")
+finally:
+    stop_all()
+rep.finish()
