@@ -15,8 +15,12 @@ use std::time::Duration;
 use broker::{parse_listen_line, stdout_lines, Client, START_WAIT, WAIT};
 use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterResponse;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::MetadataResponse;
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequest;
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponse;
 use kafka_protocol::messages::ApiKey;
 
 /// Polls of a condition, [`POLL`] apart.
@@ -303,6 +307,7 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
         "DescribeCluster lists them too"
     );
     assert_eq!(described.cluster_id.to_string(), cluster_id.to_string());
+    check_routing(&nodes);
     let metrics = http_get(metrics_port, "/metrics");
     assert!(metrics.contains("ringbroker_brokers_live 3"), "{metrics}");
     assert!(
@@ -357,6 +362,92 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
                 node.log_tail()
             );
         }
+    }
+}
+
+/// A topic created through one node is placed over all three; each partition takes
+/// produce requests at its leader only (NOT_LEADER_OR_FOLLOWER elsewhere), and a group's
+/// calls at the leader of its offsets partition only (NOT_COORDINATOR elsewhere).
+fn check_routing(nodes: &[Node]) {
+    Client::connect(nodes[1].addr).create_topic("routed", 3, &[]);
+    let leaders_now = || -> Option<Vec<i32>> {
+        let mut all_topics = MetadataRequest::default();
+        all_topics.topics = None;
+        let m: MetadataResponse =
+            Client::connect(nodes[2].addr).call(ApiKey::Metadata, 12, &all_topics);
+        let t = m
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "routed"))?;
+        let leaders: Vec<i32> = t.partitions.iter().map(|p| p.leader_id.0).collect();
+        (leaders.len() == 3 && leaders.iter().all(|l| *l > 0)).then_some(leaders)
+    };
+    let leaders: Vec<i32> = (0..MAX_POLLS)
+        .find_map(|_| {
+            let found = leaders_now();
+            if found.is_none() {
+                std::thread::sleep(POLL);
+            }
+            found
+        })
+        .expect("the topic's leaders are known to every node");
+    let mut sorted = leaders.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        vec![1, 2, 3],
+        "partition i on broker i mod n: {leaders:?}"
+    );
+    for (partition, leader) in leaders.iter().enumerate() {
+        for node in nodes {
+            // Until a node has applied the topic it answers UNKNOWN_TOPIC_OR_PARTITION.
+            let code = (0..MAX_POLLS)
+                .map(|_| {
+                    Client::connect(node.addr)
+                        .produce("routed", partition as i32, 3, 10)
+                        .0
+                })
+                .find(|c| {
+                    *c != 3 || {
+                        std::thread::sleep(POLL);
+                        false
+                    }
+                })
+                .expect("the topic is applied everywhere");
+            let want = if node.id == *leader { 0 } else { 6 };
+            assert_eq!(
+                code, want,
+                "produce to partition {partition} at node {} (leader {leader})",
+                node.id
+            );
+        }
+    }
+    let mut coordinators = Vec::new();
+    for node in nodes {
+        let mut req = FindCoordinatorRequest::default();
+        req.key = kafka_protocol::protocol::StrBytes::from_static_str("routing-group");
+        let resp: FindCoordinatorResponse =
+            Client::connect(node.addr).call(ApiKey::FindCoordinator, 2, &req);
+        coordinators.push((resp.error_code, resp.node_id.0));
+    }
+    let coordinator = coordinators[0].1;
+    assert!(
+        coordinators.iter().all(|c| *c == (0, coordinator)) && coordinator > 0,
+        "every node names the same coordinator: {coordinators:?}"
+    );
+    for node in nodes {
+        let mut req = OffsetFetchRequest::default();
+        req.group_id = kafka_protocol::messages::GroupId(
+            kafka_protocol::protocol::StrBytes::from_static_str("routing-group"),
+        );
+        let resp: OffsetFetchResponse =
+            Client::connect(node.addr).call(ApiKey::OffsetFetch, 3, &req);
+        let want = if node.id == coordinator { 0 } else { 16 };
+        assert_eq!(
+            resp.error_code, want,
+            "OffsetFetch at node {} (coordinator {coordinator})",
+            node.id
+        );
     }
 }
 

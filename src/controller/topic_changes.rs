@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::active_controller::ActiveController;
 use super::cluster_metadata::ClusterMetadata;
 use super::error::ControllerError;
-use super::ids::MetadataOffset;
+use super::ids::{BrokerId, MetadataOffset};
 use super::records::MetadataRecord;
 use super::topic_admin::CreateTopicRequest;
 
@@ -25,6 +25,7 @@ pub enum TopicChange {
     CreatePartitions {
         name: String,
         total: i32,
+        assignment: Option<Vec<Vec<BrokerId>>>,
     },
     /// Replaces the topic's overrides with `configs` (AlterConfigs' whole-set semantics;
     /// IncrementalAlterConfigs computes the whole set first).
@@ -84,9 +85,11 @@ impl ActiveController {
             let records = match change {
                 TopicChange::Create(r) => self.create_topic(&scratch, r, new_id()),
                 TopicChange::Delete { name } => self.delete_topic(&scratch, name),
-                TopicChange::CreatePartitions { name, total } => {
-                    self.create_partitions(&scratch, name, *total, None)
-                }
+                TopicChange::CreatePartitions {
+                    name,
+                    total,
+                    assignment,
+                } => self.create_partitions(&scratch, name, *total, assignment.as_deref()),
                 TopicChange::SetConfigs { name, configs } => {
                     self.replace_configs(&scratch, name, configs)
                 }
@@ -135,7 +138,7 @@ impl ActiveController {
 mod tests {
     use super::*;
     use crate::controller::active_controller::ControllerConfig;
-    use crate::controller::ids::{BrokerEpoch, BrokerId};
+    use crate::controller::ids::BrokerEpoch;
     use crate::controller::records::{BrokerFencing, Endpoint, RegisterBroker};
 
     fn two_live_brokers() -> ClusterMetadata {
@@ -195,6 +198,7 @@ mod tests {
             TopicChange::CreatePartitions {
                 name: "a".into(),
                 total: 4,
+                assignment: None,
             },
             TopicChange::Delete {
                 name: "missing".into(),

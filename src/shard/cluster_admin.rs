@@ -88,6 +88,14 @@ pub fn local_topics(meta: &ControllerMetadata, me: BrokerId) -> BTreeMap<String,
         .collect()
 }
 
+/// Broker ids per partition, as the controller takes them.
+fn replicas_of(assignment: Vec<Vec<i32>>) -> Vec<Vec<BrokerId>> {
+    assignment
+        .into_iter()
+        .map(|replicas| replicas.into_iter().map(BrokerId).collect())
+        .collect()
+}
+
 fn change_of(op: AdminOp) -> (TopicChange, bool) {
     let wire = |n: i32| (n >= 0).then_some(n);
     match op {
@@ -99,11 +107,7 @@ fn change_of(op: AdminOp) -> (TopicChange, bool) {
             configs,
             validate_only,
         } => {
-            let assignment = assignment.map(|a| {
-                a.into_iter()
-                    .map(|replicas| replicas.into_iter().map(BrokerId).collect())
-                    .collect()
-            });
+            let assignment = assignment.map(replicas_of);
             let manual = assignment.is_some();
             let request = CreateTopicRequest {
                 name,
@@ -118,8 +122,17 @@ fn change_of(op: AdminOp) -> (TopicChange, bool) {
         AdminOp::CreatePartitions {
             name,
             total,
+            assignment,
             validate_only,
-        } => (TopicChange::CreatePartitions { name, total }, validate_only),
+        } => {
+            let assignment = assignment.map(replicas_of);
+            let change = TopicChange::CreatePartitions {
+                name,
+                total,
+                assignment,
+            };
+            (change, validate_only)
+        }
         AdminOp::SetTopicConfigs {
             name,
             configs,

@@ -204,6 +204,8 @@ pub enum AdminOp {
     CreatePartitions {
         name: String,
         total: i32,
+        /// Replicas (broker ids) per new partition, when the client chose them.
+        assignment: Option<Vec<Vec<i32>>>,
         validate_only: bool,
     },
     SetTopicConfigs {

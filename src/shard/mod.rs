@@ -609,6 +609,7 @@ impl Shard {
                 name,
                 total,
                 validate_only,
+                ..
             } => (
                 current
                     .with_partition_count(&name, total)

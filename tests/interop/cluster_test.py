@@ -11,6 +11,8 @@ run.sh's panic check sees them), with short heartbeat/session/election timeouts,
                  through a voter (kafka-python KafkaAdminClient): leaders spread over brokers,
                  duplicate -> TOPIC_ALREADY_EXISTS, RF 5 -> INVALID_REPLICATION_FACTOR; a topic
                  is visible from every node with the same id
+  admin          CreatePartitions, AlterConfigs (confluent-kafka) and DeleteTopics (kafka-python)
+                 through different nodes, seen by every node; deleted partitions' dirs removed
   produce        confluent-kafka acks=all through the broker-only node; kafka-python group
                  consumer through a voter reads every record exactly once, commits, and a second
                  consumer of the group resumes after the commit (coordinator on whichever broker)
@@ -34,7 +36,7 @@ import common  # noqa: E402
 from common import Reporter  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, ResourceType  # noqa: E402
 from kafka import KafkaConsumer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic  # noqa: E402
 from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError  # noqa: E402
@@ -186,6 +188,42 @@ def check_create():
     rep.equal(reps, [2, 2, 2, 2], "kp-orders has 2 replicas per partition")
 
 
+def check_admin():
+    admin = AdminClient({"bootstrap.servers": bootstrap(3)})
+    admin.create_topics([NewTopic("grow", 2, 1)])["grow"].result(timeout=30)
+    admin.create_partitions([NewPartitions("grow", 5)])["grow"].result(timeout=30)
+    counts = {n: len(cluster_metadata(n, "grow").topics["grow"].partitions) for n in NODES}
+    rep.equal(counts, {n: 5 for n in NODES}, "CreatePartitions through a voter: 5 partitions on every node")
+    resource = ConfigResource(ResourceType.TOPIC, "grow", set_config={"retention.ms": "123456"})
+    admin.alter_configs([resource])[resource].result(timeout=30)
+    other = AdminClient({"bootstrap.servers": bootstrap(4)})
+
+    def retention_at_4():
+        described = other.describe_configs([ConfigResource(ResourceType.TOPIC, "grow")])
+        return list(described.values())[0].result(timeout=30)["retention.ms"].value
+
+    # The other node applies the metadata log on its own time (as in Kafka): bounded wait.
+    common.wait_until(lambda: retention_at_4() == "123456", 10)
+    rep.equal(retention_at_4(), "123456", "AlterConfigs through one node is described by another")
+    kadmin = KafkaAdminClient(bootstrap_servers=bootstrap(4), request_timeout_ms=30000)
+    try:
+        kadmin.delete_topics(["grow"])
+        rep.ok("kafka-python deletes a topic through the broker-only node")
+    finally:
+        kadmin.close()
+
+    def gone_everywhere():
+        return all("grow" not in cluster_metadata(n).topics for n in NODES)
+
+    rep.check(common.wait_until(gone_everywhere, 20), "the deleted topic is gone from every node")
+
+    def dirs_gone():
+        return not [d for n in NODES for d in os.listdir(os.path.join(args.work, f"cluster-{n}"))
+                    if d.startswith("grow-") and not d.endswith("-delete")]
+
+    rep.check(common.wait_until(dirs_gone, 20), "and its partition directories from every data dir")
+
+
 def produce(topic, n, prefix, via):
     errors = []
     p = Producer({"bootstrap.servers": bootstrap(via), "acks": "all", "linger.ms": 5})
@@ -277,6 +315,7 @@ try:
     if check_brokers():
         rep.run("create", check_create)
         rep.run("produce", check_produce)
+        rep.run("admin", check_admin)
         rep.run("controller", check_controller_loss)
     else:
         rep.fail("cluster formed", "not every node listed the 4 brokers within 30 s")

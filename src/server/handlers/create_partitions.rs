@@ -80,7 +80,14 @@ async fn grow(
             "{total} partitions is more than the limit of {MAX_PARTITIONS} per topic"
         ));
     }
-    if let Some(assignments) = &topic.assignments {
+    let clustered = shard.cluster.get().is_some();
+    // In cluster mode the controller checks the assignment against the registered brokers.
+    let assignment = topic.assignments.as_ref().filter(|_| clustered).map(|a| {
+        a.iter()
+            .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+            .collect()
+    });
+    if let Some(assignments) = topic.assignments.as_ref().filter(|_| !clustered) {
         // Kafka's controller checks: one assignment per new partition, each a valid replica
         // list as long as the topic's (one replica, this broker, on one node).
         let added = (total - current) as usize;
@@ -102,6 +109,7 @@ async fn grow(
         .admin(AdminOp::CreatePartitions {
             name: name.to_string(),
             total,
+            assignment,
             validate_only,
         })
         .await
