@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use ringbroker::protocol::batch_builder::BatchBuilder;
+
 use broker::{parse_listen_line, stdout_lines, Client, START_WAIT, WAIT};
 use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterResponse;
@@ -420,6 +422,30 @@ fn check_routing(nodes: &[Node]) {
                 "produce to partition {partition} at node {} (leader {leader})",
                 node.id
             );
+            if node.id != *leader {
+                // KIP-951 (Produce v10+): where to go instead.
+                let mut b = BatchBuilder::new(1_700_000_000_000);
+                b.push(None, Some(b"hint"), 1_700_000_000_000, &[]);
+                let resp = Client::connect(node.addr).produce_response(
+                    10,
+                    -1,
+                    "routed",
+                    partition as i32,
+                    b.build(),
+                );
+                let p = &resp.responses[0].partition_responses[0];
+                assert_eq!(
+                    p.current_leader.leader_id.0, *leader,
+                    "the hint names the leader"
+                );
+                let hinted: Vec<(i32, i32)> = resp
+                    .node_endpoints
+                    .iter()
+                    .map(|e| (e.node_id.0, e.port))
+                    .collect();
+                let leader_port = i32::from(nodes[(*leader - 1) as usize].addr.port());
+                assert_eq!(hinted, vec![(*leader, leader_port)], "and its endpoint");
+            }
         }
     }
     let mut coordinators = Vec::new();

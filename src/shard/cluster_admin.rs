@@ -305,3 +305,30 @@ impl Shard {
         })
     }
 }
+
+/// KIP-951: the leader a client should go to instead, sent with NOT_LEADER_OR_FOLLOWER.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderHint {
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    /// The leader's endpoint, when it is live (the response's `node_endpoints`).
+    pub endpoint: Option<crate::controller::published::LiveBroker>,
+}
+
+impl Shard {
+    /// Cluster mode: the current leader of `topic`/`partition` as the published metadata
+    /// has it; `None` on a single node or when the partition is unknown or leaderless.
+    pub fn leader_hint(&self, topic: &str, partition: i32) -> Option<LeaderHint> {
+        let summary = self.cluster.get()?.get();
+        let state = summary
+            .metadata
+            .topic_by_name(topic)
+            .and_then(|t| t.partitions.get(usize::try_from(partition).ok()?))?;
+        let leader = state.leader?;
+        Some(LeaderHint {
+            leader_id: leader.0,
+            leader_epoch: state.leader_epoch.0,
+            endpoint: summary.brokers.iter().find(|b| b.id == leader).cloned(),
+        })
+    }
+}

@@ -368,6 +368,20 @@ impl Client {
         partition: i32,
         records: Bytes,
     ) -> (i16, i64) {
+        let resp = self.produce_response(version, acks, topic, partition, records);
+        let p = &resp.responses[0].partition_responses[0];
+        (p.error_code, p.base_offset)
+    }
+
+    /// Produce of `records` to one partition: the whole response.
+    pub fn produce_response(
+        &mut self,
+        version: i16,
+        acks: i16,
+        topic: &str,
+        partition: i32,
+        records: Bytes,
+    ) -> ProduceResponse {
         let mut p = PartitionProduceData::default();
         p.index = partition;
         p.records = Some(records);
@@ -378,9 +392,7 @@ impl Client {
         req.acks = acks;
         req.timeout_ms = 5000;
         req.topic_data = vec![t];
-        let resp: ProduceResponse = self.call(ApiKey::Produce, version, &req);
-        let p = &resp.responses[0].partition_responses[0];
-        (p.error_code, p.base_offset)
+        self.call(ApiKey::Produce, version, &req)
     }
 
     /// CreateTopics v7 for one topic; panics unless it was created.

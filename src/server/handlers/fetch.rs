@@ -186,6 +186,27 @@ fn keep_unchanged(
         .collect()
 }
 
+/// Fetch's KIP-951 versions: a partition's current leader from v12, the endpoints from v16.
+const CURRENT_LEADER_VERSION: i16 = 12;
+const NODE_ENDPOINTS_VERSION: i16 = 16;
+
+/// The same endpoints as Produce's, in Fetch's message type.
+fn endpoints_for_fetch(
+    hinted: Vec<crate::controller::published::LiveBroker>,
+) -> Vec<crate::protocol::messages::fetch_response::NodeEndpoint> {
+    super::produce::node_endpoints(hinted)
+        .into_iter()
+        .map(|e| {
+            let mut f = crate::protocol::messages::fetch_response::NodeEndpoint::default();
+            f.node_id = e.node_id;
+            f.host = e.host;
+            f.port = e.port;
+            f.rack = e.rack;
+            f
+        })
+        .collect()
+}
+
 fn build_response(
     req: &Request<'_>,
     request: &FetchRequest,
@@ -199,6 +220,7 @@ fn build_response(
     // applied once more (whole batches only).
     let mut budget = FetchBudget::new(max_bytes);
     let mut response = FetchResponse::default();
+    let mut hints = Vec::new();
     for (topic, name) in request.topics.iter().zip(names) {
         let unknown_id = req.version() >= TOPIC_ID_VERSION && name.is_empty();
         let mut t = FetchableTopicResponse::default();
@@ -227,6 +249,14 @@ fn build_response(
                 }
                 Some(PartitionResult::Fetch(Err(e))) => {
                     d.error_code = storage_error_for_version(e.code, req.version(), 6);
+                    let at = (req.version(), CURRENT_LEADER_VERSION);
+                    if let Some(hint) =
+                        super::produce::hint_for(req.shard, at, name, p.partition, e.code)
+                    {
+                        d.current_leader.leader_id = BrokerId(hint.leader_id);
+                        d.current_leader.leader_epoch = hint.leader_epoch;
+                        hints.extend(hint.endpoint);
+                    }
                     d.high_watermark = -1;
                     d.last_stable_offset = -1;
                     d.records = Some(Bytes::new());
@@ -239,6 +269,9 @@ fn build_response(
             t.partitions.push(d);
         }
         response.responses.push(t);
+    }
+    if req.version() >= NODE_ENDPOINTS_VERSION {
+        response.node_endpoints = endpoints_for_fetch(hints);
     }
     finish_session(req, request, &mut response, plan);
     if req.version() <= LAST_LEGACY_VERSION {

@@ -9,8 +9,10 @@
 
 use crate::protocol::messages::produce_request::ProduceRequest;
 use crate::protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, NodeEndpoint, PartitionProduceResponse, ProduceResponse,
+    TopicProduceResponse,
 };
+use crate::protocol::messages::BrokerId;
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
@@ -179,6 +181,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
     }
     let version = req.version();
     let mut response = ProduceResponse::default();
+    let mut hints = Vec::new();
     for (ti, topic) in request.topic_data.iter().enumerate() {
         let mut t = TopicProduceResponse::default();
         t.name = topic.name.clone();
@@ -205,6 +208,17 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
                     }
                     Some(PartitionResult::Produce(Err(e))) => {
                         p.error_code = storage_error_for_version(e.code, version, 4);
+                        if let Some(hint) = hint_for(
+                            shard,
+                            (version, LEADER_HINT_VERSION),
+                            &topic.name.0,
+                            part.index,
+                            e.code,
+                        ) {
+                            p.current_leader.leader_id = BrokerId(hint.leader_id);
+                            p.current_leader.leader_epoch = hint.leader_epoch;
+                            hints.extend(hint.endpoint);
+                        }
                         tracing::debug!(topic = %topic.name.0, partition = part.index, error = %e.message, "produce failed");
                         if version >= 8 {
                             // KIP-467: which records made the batch fail, and why.
@@ -228,5 +242,43 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
         }
         response.responses.push(t);
     }
+    response.node_endpoints = node_endpoints(hints);
     req.encode(&response).map(Some)
+}
+
+/// The first Produce version with KIP-951's leader hints.
+const LEADER_HINT_VERSION: i16 = 10;
+
+/// A leader hint for a partition refused with NOT_LEADER_OR_FOLLOWER, when the client's
+/// version (`version` ≥ `first`) has them; shared with Fetch.
+pub(super) fn hint_for(
+    shard: &crate::shard::Shard,
+    (version, first): (i16, i16),
+    topic: &str,
+    partition: i32,
+    code: i16,
+) -> Option<crate::shard::cluster_admin::LeaderHint> {
+    let hinted = code == ResponseError::NotLeaderOrFollower.code();
+    (hinted && version >= first)
+        .then(|| shard.leader_hint(topic, partition))
+        .flatten()
+}
+
+/// Each hinted leader once.
+pub(super) fn node_endpoints(
+    mut hinted: Vec<crate::controller::published::LiveBroker>,
+) -> Vec<NodeEndpoint> {
+    hinted.sort_by_key(|b| b.id);
+    hinted.dedup_by_key(|b| b.id);
+    hinted
+        .into_iter()
+        .map(|b| {
+            let mut e = NodeEndpoint::default();
+            e.node_id = BrokerId(b.id.0);
+            e.host = str_bytes(b.host);
+            e.port = i32::from(b.port);
+            e.rack = b.rack.map(str_bytes);
+            e
+        })
+        .collect()
 }
