@@ -313,6 +313,10 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
     let metrics = http_get(metrics_port, "/metrics");
     assert!(metrics.contains("ringbroker_brokers_live 3"), "{metrics}");
     assert!(
+        metrics.contains("ringbroker_leaderless_partitions 0"),
+        "{metrics}"
+    );
+    assert!(
         metrics.contains(&format!("ringbroker_controller_leader {controller}")),
         "{metrics}"
     );

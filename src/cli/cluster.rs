@@ -12,7 +12,8 @@ use crate::controller::quorum::status::{fetch_status, ClusterStatusReport};
 #[derive(clap::Subcommand, Debug)]
 pub enum ClusterCommand {
     /// Show the controller quorum (voters, leader, each voter's log end and lag) and the
-    /// brokers (endpoints, racks, fenced or not, broker epochs).
+    /// brokers (endpoints, racks, fenced or not, broker epochs, the metadata offset each
+    /// reported applied; known to the active controller).
     ///
     /// Examples:
     ///   ringbroker cluster status --controller 127.0.0.1:29091
@@ -92,7 +93,14 @@ fn render(r: &ClusterStatusReport) -> String {
     }
     out.push_str(&voters.render());
     out.push('\n');
-    let mut brokers = Table::new(&["BROKER", "ENDPOINT", "RACK", "FENCED", "EPOCH"]);
+    let mut brokers = Table::new(&[
+        "BROKER",
+        "ENDPOINT",
+        "RACK",
+        "FENCED",
+        "EPOCH",
+        "METADATA-OFFSET",
+    ]);
     for b in &r.brokers {
         brokers.row(vec![
             b.id.to_string(),
@@ -100,6 +108,7 @@ fn render(r: &ClusterStatusReport) -> String {
             b.rack.clone().unwrap_or_else(|| "-".to_string()),
             b.fenced.to_string(),
             b.epoch.to_string(),
+            opt(b.metadata_offset.map(|o| o.0)),
         ]);
     }
     out.push_str(&brokers.render());

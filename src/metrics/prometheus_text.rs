@@ -17,7 +17,13 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// The cluster-mode gauges, from the summary shard 0 published last.
 pub fn render_cluster(summary: &crate::controller::published::ClusterSummary) -> String {
     let mut out = Text::default();
-    let gauges: [(&str, &str, f64); 4] = [
+    let leaderless = summary
+        .metadata
+        .topics()
+        .flat_map(|t| &t.partitions)
+        .filter(|p| p.leader.is_none())
+        .count();
+    let gauges: [(&str, &str, f64); 5] = [
         (
             "ringbroker_controller_leader",
             "Node id of the active controller (the metadata quorum's leader); -1 when none is known.",
@@ -37,6 +43,11 @@ pub fn render_cluster(summary: &crate::controller::published::ClusterSummary) ->
             "ringbroker_brokers_fenced",
             "Registered brokers that are fenced.",
             summary.fenced.len() as f64,
+        ),
+        (
+            "ringbroker_leaderless_partitions",
+            "Partitions of the cluster without a leader (their replicas all fenced).",
+            leaderless as f64,
         ),
     ];
     for (name, help, value) in gauges {

@@ -273,6 +273,17 @@ def check_controller_loss():
     leader = status and status["leader"]
     if not rep.check(leader in VOTERS, "cluster status names the active controller", status):
         return
+    def leader_report():
+        out = subprocess.run(
+            [args.bin, "cluster", "status", "--controller", f"127.0.0.1:{cports[leader]}", "--format", "json"],
+            capture_output=True, text=True, timeout=10,
+        )
+        return json.loads(out.stdout) if out.returncode == 0 else None
+
+    offsets = common.wait_until(
+        lambda: (r := leader_report()) and all(b.get("metadata_offset") is not None for b in r["brokers"]) and r, 10)
+    rep.check(offsets and len(offsets["brokers"]) == 4,
+              "the active controller reports each broker's applied metadata offset", offsets)
     before = leaders(1, "c-orders")
     procs[leader].kill()
     procs[leader].wait()

@@ -177,6 +177,9 @@ async fn heartbeat(
     heartbeat: Heartbeat,
     now_ms: u64,
 ) -> ControllerResponse {
+    if let Some(offset) = heartbeat.applied_offset {
+        node.view().note_reported(heartbeat.broker_id, offset);
+    }
     let decided = controller.heartbeat(&node.view().get(), &heartbeat, now_ms);
     match decided {
         Err(e) => refused(&e, e.code()),

@@ -38,6 +38,9 @@ type Meta = SnapshotMeta<BrokerId, BasicNode>;
 pub struct MetadataView {
     meta: RefCell<ClusterMetadata>,
     applied: tokio::sync::watch::Sender<Option<MetadataOffset>>,
+    /// On the active controller: the offset each broker said in its last heartbeat it has
+    /// applied (soft state for `cluster status`, not part of the metadata).
+    reported: RefCell<std::collections::BTreeMap<crate::controller::ids::BrokerId, MetadataOffset>>,
 }
 
 impl MetadataView {
@@ -46,6 +49,7 @@ impl MetadataView {
         MetadataView {
             meta: RefCell::new(meta),
             applied: tokio::sync::watch::Sender::new(applied),
+            reported: RefCell::new(std::collections::BTreeMap::new()),
         }
     }
 
@@ -56,6 +60,16 @@ impl MetadataView {
 
     pub fn applied_offset(&self) -> Option<MetadataOffset> {
         *self.applied.borrow()
+    }
+
+    /// A broker's heartbeat said it has applied `offset`.
+    pub fn note_reported(&self, broker: crate::controller::ids::BrokerId, offset: MetadataOffset) {
+        self.reported.borrow_mut().insert(broker, offset);
+    }
+
+    /// What `broker` last reported having applied, as heard by this node.
+    pub fn reported(&self, broker: crate::controller::ids::BrokerId) -> Option<MetadataOffset> {
+        self.reported.borrow().get(&broker).copied()
     }
 
     /// Changes whenever records were applied.

@@ -32,6 +32,10 @@ pub struct BrokerStatus {
     pub endpoint: Option<String>,
     pub rack: Option<String>,
     pub fenced: bool,
+    /// The metadata offset the broker last reported applied (known to the active
+    /// controller, from heartbeats; absent elsewhere).
+    #[serde(default)]
+    pub metadata_offset: Option<MetadataOffset>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +88,7 @@ pub fn report(raft: &Raft, view: &MetadataView) -> ClusterStatusReport {
                 .map(|e| format!("{}:{}", e.host, e.port)),
             rack: b.rack.clone(),
             fenced: b.fenced,
+            metadata_offset: view.reported(b.id),
         })
         .collect();
     ClusterStatusReport {
