@@ -38,6 +38,10 @@ pub struct ControllerConfig {
     pub unclean_leader_election: bool,
     /// How long a proposal may take to commit before the same decision is proposed again.
     pub retry_ms: u64,
+    /// Whether followers copy the leader's log. Until they do (issue 16), a new partition's
+    /// ISR is its leader alone: naming the other replicas in sync would let a failover elect
+    /// an empty log.
+    pub followers_replicate: bool,
 }
 
 impl Default for ControllerConfig {
@@ -48,6 +52,7 @@ impl Default for ControllerConfig {
             default_partitions: 1,
             unclean_leader_election: false,
             retry_ms: 1_000,
+            followers_replicate: true,
         }
     }
 }

@@ -22,6 +22,7 @@ impl Cluster {
             default_partitions: 1,
             unclean_leader_election: false,
             retry_ms: 500,
+            followers_replicate: true,
         };
         Cluster {
             meta: ClusterMetadata::new(),

@@ -133,6 +133,7 @@ fn config() -> ControllerConfig {
         default_partitions: 2,
         unclean_leader_election: false,
         retry_ms: 400,
+        followers_replicate: true,
     }
 }
 

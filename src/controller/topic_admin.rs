@@ -57,7 +57,12 @@ impl ActiveController {
                 assign_replicas(&live_order(meta), 0, count as usize, rf)?
             }
         };
-        let partitions = new_partitions(meta, meta.next_slot(), replicas)?;
+        let partitions = new_partitions(
+            meta,
+            meta.next_slot(),
+            replicas,
+            self.config.followers_replicate,
+        )?;
         Ok(vec![MetadataRecord::CreateTopic(CreateTopic {
             name: request.name.clone(),
             topic_id,
@@ -116,7 +121,12 @@ impl ActiveController {
         Ok(vec![MetadataRecord::CreatePartitions(CreatePartitions {
             topic_id: topic.id,
             from_count: current,
-            partitions: new_partitions(meta, meta.next_slot(), replicas)?,
+            partitions: new_partitions(
+                meta,
+                meta.next_slot(),
+                replicas,
+                self.config.followers_replicate,
+            )?,
         })])
     }
 
@@ -153,22 +163,27 @@ fn live_order(meta: &ClusterMetadata) -> Vec<BrokerId> {
     placement_order(&live)
 }
 
-/// Partitions with their first ISR: the unfenced replicas; the first of them leads. A
-/// partition whose replicas are all fenced is refused, as Kafka does.
+/// Partitions with their first ISR: the unfenced replicas (only the first of them, which
+/// leads, unless `followers_replicate`). A partition whose replicas are all fenced is
+/// refused, as Kafka does.
 fn new_partitions(
     meta: &ClusterMetadata,
     first_slot: usize,
     replicas: Vec<Vec<BrokerId>>,
+    followers_replicate: bool,
 ) -> Result<Vec<NewPartition>, ControllerError> {
     replicas
         .into_iter()
         .enumerate()
         .map(|(i, replicas)| {
-            let isr: Vec<BrokerId> = replicas
+            let mut isr: Vec<BrokerId> = replicas
                 .iter()
                 .copied()
                 .filter(|b| meta.is_unfenced(*b))
                 .collect();
+            if !followers_replicate {
+                isr.truncate(1);
+            }
             let leader = isr.first().copied().ok_or_else(|| {
                 ControllerError::InvalidReplicaAssignment(format!(
                     "all brokers of partition {i} are fenced"

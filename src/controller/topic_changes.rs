@@ -230,6 +230,28 @@ mod tests {
     }
 
     #[test]
+    fn without_replicating_followers_only_the_leader_is_in_sync() {
+        let meta = two_live_brokers();
+        for (replicate, isr_len) in [(true, 2), (false, 1)] {
+            let config = ControllerConfig {
+                followers_replicate: replicate,
+                ..ControllerConfig::default()
+            };
+            let controller = ActiveController::new(config, 0);
+            let d =
+                controller.decide_topic_changes(&meta, &[create("r", 2, 2)], || Uuid::from_u128(5));
+            let mut after = meta.clone();
+            apply_all(&mut after, &d.records);
+            let t = after.topic_by_name("r").expect("created");
+            for p in &t.partitions {
+                assert_eq!(p.replicas.len(), 2);
+                assert_eq!(p.isr.len(), isr_len, "replicate={replicate}");
+                assert_eq!(p.leader, p.isr.first().copied());
+            }
+        }
+    }
+
+    #[test]
     fn configs_are_replaced_as_a_whole() {
         let mut meta = two_live_brokers();
         let controller = ActiveController::new(ControllerConfig::default(), 0);

@@ -225,6 +225,8 @@ pub async fn start(
             session_timeout_ms: kraft.session_timeout_ms,
             default_replication_factor: kraft.default_replication_factor,
             default_partitions: config.num_partitions,
+            // Not yet: issue 16.
+            followers_replicate: false,
             ..ControllerConfig::default()
         };
         // Sessions are checked twice per heartbeat interval: a silent broker is fenced
