@@ -236,11 +236,21 @@ impl Shard {
         Ok(())
     }
 
-    /// Cluster mode: the refusal of a partition request this broker cannot serve, decided on
-    /// the published metadata; `None` when it leads the partition (or on a single node).
-    pub(super) fn leadership_refusal(&self, op: &PartitionOp) -> Option<PartitionResult> {
-        let cluster = self.cluster.get()?;
-        let summary = cluster.get();
+    /// Cluster mode: the published metadata partition requests are checked against (read
+    /// once per request); `None` on a single node.
+    pub(super) fn published_summary(
+        &self,
+    ) -> Option<Arc<crate::controller::published::ClusterSummary>> {
+        Some(self.cluster.get()?.get())
+    }
+
+    /// The refusal of a partition request this broker cannot serve, decided on `summary`
+    /// (see [`Shard::published_summary`]); `None` when it leads the partition.
+    pub(super) fn leadership_refusal(
+        &self,
+        summary: &crate::controller::published::ClusterSummary,
+        op: &PartitionOp,
+    ) -> Option<PartitionResult> {
         let (topic, partition) = op.topic_partition();
         let state = summary.metadata.topic_by_name(topic).and_then(|t| {
             usize::try_from(partition)

@@ -309,10 +309,14 @@ impl Shard {
         fetch_budget: Option<usize>,
     ) -> Vec<PartitionResult> {
         let meta = self.metadata();
+        let published = self.published_summary();
         let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::new();
         let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
         for (i, op) in ops.into_iter().enumerate() {
-            if let Some(refused) = self.leadership_refusal(&op) {
+            let refused = published
+                .as_ref()
+                .and_then(|summary| self.leadership_refusal(summary, &op));
+            if let Some(refused) = refused {
                 results[i] = Some(refused);
                 continue;
             }
