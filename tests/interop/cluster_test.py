@@ -20,6 +20,7 @@ run.sh's panic check sees them), with short heartbeat/session/election timeouts,
                  within a few election timeouts; topics can still be created; the dead broker's
                  partitions become leaderless once its session ran out (LEADER_NOT_AVAILABLE)
                  and are led again after it restarts, with all their records
+  restart        kill -9 and restart of the broker-only node: its partitions and data are back
 Every wait is bounded; every process is stopped at the end.
 """
 
@@ -321,6 +322,23 @@ def check_controller_loss():
     rep.equal(len(got), 900, "every record is readable after the restart")
 
 
+def check_broker_only_restart():
+    # A broker-only node starts with no metadata at all: until it has fetched the log past
+    # what it copied before, it must not drop its topics (and their data).
+    procs[4].kill()
+    procs[4].wait()
+    start(4)
+
+    def led_by_4_again():
+        now = leaders(1, "c-orders")
+        return now and sum(1 for l, e in now.values() if l == 4 and e == 0) == 2 and now
+
+    rep.check(common.wait_until(led_by_4_again, 40), "the broker-only node leads its partitions again after kill -9",
+              leaders(1, "c-orders"))
+    got = consume_group("c-orders", "g-after-broker-restart", via=4, want=900)
+    rep.equal(len(got), 900, "and every record is still there")
+
+
 try:
     for n in NODES:
         start(n)
@@ -329,6 +347,7 @@ try:
         rep.run("produce", check_produce)
         rep.run("admin", check_admin)
         rep.run("controller", check_controller_loss)
+        rep.run("broker-only restart", check_broker_only_restart)
     else:
         rep.fail("cluster formed", "not every node listed the 4 brokers within 30 s")
 finally:
