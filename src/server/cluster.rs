@@ -318,6 +318,17 @@ async fn follow_applied(
     shutdown: Rc<ShutdownSignal>,
 ) {
     let me = BrokerId(shard.config.node_id);
+    let local_only: Vec<String> = shard
+        .metadata()
+        .topics
+        .values()
+        .filter(|t| !t.from_controller)
+        .map(|t| t.name.clone())
+        .collect();
+    if !local_only.is_empty() {
+        // Kept on disk, never served: the cluster does not know them.
+        tracing::warn!(topics = ?local_only, "topics created on this node before it joined the cluster are not served in cluster mode");
+    }
     let mut applied = view.subscribe();
     let mut adopted: Option<MetadataOffset> = None;
     while !shutdown.is_triggered() {
