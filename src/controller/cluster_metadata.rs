@@ -192,6 +192,12 @@ impl ClusterMetadata {
         self.topic_ids.get(name).and_then(|id| self.topics.get(id))
     }
 
+    /// Partition `partition` of the topic named `name`, as a client names it.
+    pub fn partition_by_name(&self, name: &str, partition: i32) -> Option<&PartitionState> {
+        let topic = self.topic_by_name(name)?;
+        topic.partitions.get(usize::try_from(partition).ok()?)
+    }
+
     pub fn topics(&self) -> impl Iterator<Item = &Arc<TopicState>> {
         self.topics.values()
     }

@@ -331,6 +331,7 @@ async fn follow_applied(
     }
     let mut applied = view.subscribe();
     let mut adopted: Option<MetadataOffset> = None;
+    let mut last_published: Option<(Option<MetadataOffset>, Option<BrokerId>)> = None;
     while !shutdown.is_triggered() {
         let offset = view.applied_offset();
         // Until the view has caught up with what this broker copied before it stopped,
@@ -352,9 +353,12 @@ async fn follow_applied(
                 }
             }
         }
-        if caught_up {
-            let leader = node.as_ref().and_then(|n| n.status().leader);
+        let leader = node.as_ref().and_then(|n| n.status().leader);
+        // The leader is polled every half second; the summary (a copy of the metadata's
+        // maps) is only built when something changed.
+        if caught_up && last_published != Some((offset, leader)) {
             published.publish(ClusterSummary::of(&view.get(), leader));
+            last_published = Some((offset, leader));
         }
         applied.borrow_and_update();
         let metadata_changed = async {

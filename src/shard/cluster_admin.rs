@@ -252,12 +252,7 @@ impl Shard {
         op: &PartitionOp,
     ) -> Option<PartitionResult> {
         let (topic, partition) = op.topic_partition();
-        let state = summary.metadata.topic_by_name(topic).and_then(|t| {
-            usize::try_from(partition)
-                .ok()
-                .and_then(|i| t.partitions.get(i))
-        });
-        let Some(state) = state else {
+        let Some(state) = summary.metadata.partition_by_name(topic, partition) else {
             return Some(error_result(
                 op,
                 ResponseError::UnknownTopicOrPartition.code(),
@@ -300,9 +295,9 @@ impl Shard {
         };
         let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         let partition = crate::group::api::offsets_partition_for(group_id, count);
-        let leader = usize::try_from(partition)
-            .ok()
-            .and_then(|p| topic.partitions.get(p))
+        let leader = summary
+            .metadata
+            .partition_by_name(OFFSETS_TOPIC, partition)
             .and_then(|p| p.leader);
         let broker = leader.and_then(|l| summary.brokers.iter().find(|b| b.id == l));
         Some(match broker {
@@ -330,10 +325,7 @@ impl Shard {
     /// has it; `None` on a single node or when the partition is unknown or leaderless.
     pub fn leader_hint(&self, topic: &str, partition: i32) -> Option<LeaderHint> {
         let summary = self.cluster.get()?.get();
-        let state = summary
-            .metadata
-            .topic_by_name(topic)
-            .and_then(|t| t.partitions.get(usize::try_from(partition).ok()?))?;
+        let state = summary.metadata.partition_by_name(topic, partition)?;
         let leader = state.leader?;
         Some(LeaderHint {
             leader_id: leader.0,

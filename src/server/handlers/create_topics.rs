@@ -139,10 +139,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
 /// Cluster mode: the replication factor the controller gave `topic` (its first partition's).
 fn replication_factor_of(shard: &crate::shard::Shard, topic: &str) -> Option<i16> {
     let summary = shard.cluster.get()?.get();
-    let t = summary.metadata.topic_by_name(topic)?;
-    t.partitions
-        .first()
-        .and_then(|p| i16::try_from(p.replicas.len()).ok())
+    let first = summary.metadata.partition_by_name(topic, 0)?;
+    i16::try_from(first.replicas.len()).ok()
 }
 
 /// The partition count a manual assignment asks for (`None`: no assignment), or why Kafka
