@@ -452,13 +452,27 @@ fn check_routing(nodes: &[Node]) {
             }
         }
     }
-    let mut coordinators = Vec::new();
-    for node in nodes {
-        let mut req = FindCoordinatorRequest::default();
-        req.key = kafka_protocol::protocol::StrBytes::from_static_str("routing-group");
-        let resp: FindCoordinatorResponse =
-            Client::connect(node.addr).call(ApiKey::FindCoordinator, 2, &req);
-        coordinators.push((resp.error_code, resp.node_id.0));
+    let find_coordinators = || -> Vec<(i16, i32)> {
+        nodes
+            .iter()
+            .map(|node| {
+                let mut req = FindCoordinatorRequest::default();
+                req.key = kafka_protocol::protocol::StrBytes::from_static_str("routing-group");
+                let resp: FindCoordinatorResponse =
+                    Client::connect(node.addr).call(ApiKey::FindCoordinator, 2, &req);
+                (resp.error_code, resp.node_id.0)
+            })
+            .collect()
+    };
+    // COORDINATOR_NOT_AVAILABLE (15) until `__consumer_offsets` is created and applied
+    // everywhere; clients retry it, and so does this check (bounded).
+    let mut coordinators = find_coordinators();
+    for _ in 0..MAX_POLLS {
+        if coordinators.iter().all(|c| c.0 != 15) {
+            break;
+        }
+        std::thread::sleep(POLL);
+        coordinators = find_coordinators();
     }
     let coordinator = coordinators[0].1;
     assert!(
