@@ -12,7 +12,10 @@
 # the broker (SIGTERM must exit 0) and runs each client's `after` phase (all data intact), then
 # stops it again. The consumer-group scripts (groups_*.py) run in the same before/after phases
 # (groups_cli.py, our own `consume --group` next to librdkafka, in the after phase only);
-# idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy.
+# idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy, and
+# cluster_test.py with a cluster of its own. With RINGBROKER_REPLICATION_TEST=1,
+# replication_test.py (RF 3 under kill -9 / SIGSTOP / cut links, a Jepsen-style checker) too;
+# RINGBROKER_REPLICATION_SOAK_SECS=N makes it a long run.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
 # Needs kcat, python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard, and
 # Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev,
@@ -339,6 +342,16 @@ run_client idempotence 300 python3 "$HERE/idempotence_test.py" --bin "$BIN" --wo
 # $WORK/broker-cluster-N-*.{out,err}): topics through any node, produce/consume, groups,
 # kill -9 of the active controller, a dead broker's partitions leaderless until its restart.
 run_client cluster 240 python3 "$HERE/cluster_test.py" --bin "$BIN" --work "$WORK"
+# The Jepsen-style checker's own synthetic histories (pure, a second): every anomaly is detected.
+run_client jepsen-checker 30 python3 "$HERE/jepsen_checker.py" --self-test
+# Replication under faults: 3 brokers of its own (data $WORK/repl-N, logs $WORK/broker-repl-N-*),
+# RF 3 / min.insync.replicas=2, idempotent acks=all producers, kill -9 / SIGSTOP / cut links, the
+# checker over the history. Off until replication lands: RINGBROKER_REPLICATION_TEST=1 runs it;
+# RINGBROKER_REPLICATION_SOAK_SECS=N makes its fault loop N seconds long instead of 100.
+if [ "${RINGBROKER_REPLICATION_TEST:-}" = 1 ]; then
+  run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
+    python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK"
+fi
 check_no_panic
 summary
 [ "$FAILED" -eq 0 ]

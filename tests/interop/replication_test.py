@@ -1,0 +1,819 @@
+#!/usr/bin/env python3
+"""Replication under faults with real processes and real clients, checked Jepsen-style.
+
+    replication_test.py --bin path/to/ringbroker --work DIR [--seed 1] [--soak-secs N]
+                        [--fault-secs 100] [--producers 2] [--rate 100] [--proxy-node 3|0]
+
+Starts its OWN three brokers, each a controller voter and a broker (process.roles=broker,
+controller), on 127.0.0.1 ports with 1 unpinned shard and short heartbeat / session / election /
+replica-lag timeouts (data DIR/repl-N, logs DIR/broker-repl-N-K.{out,err}, so run.sh's panic check
+sees them; librdkafka's log, with producer ids and epochs, in DIR/replication-clients.log).
+`replica.lag.time.max.ms` is passed only if the binary knows it (SKIP line otherwise).
+One broker (--proxy-node, default 3; 0 for none) advertises a tcp_proxy.TcpProxy in front of its
+client listener: clients, and the other brokers' replica fetchers (they follow the advertised
+address), reach it through the proxy, which the fault loop can cut. Its own fetches from the
+others and its controller traffic go direct, so a cut isolates it as a leader without fencing it.
+
+  topic     `jepsen`: 3 partitions, RF 3, min.insync.replicas=2 (confluent-kafka AdminClient);
+            the ISR of every partition reaches 3 (bounded); every broker reports one ClusterId
+  produce   --producers confluent-kafka producers (enable.idempotence, acks=all, the client's own
+            retries), each in a thread at --rate records/s, values `p<producer>-<seq>` unique over
+            the run, keyed over 32 keys so they spread over the partitions; every delivery report
+            is recorded (after a fatal error a producer goes on with a new client, `p<i>r<gen>`)
+  faults    while producing, in turn: kill -9 of a partition leader; SIGSTOP of a leader, then
+            SIGCONT (a zombie); kill -9 of a follower; cutting the proxied broker's links. Each
+            lasts 1.5-3 session timeouts (a killed broker is restarted after it), meanwhile the
+            metadata is watched: when the partition got a new leader, when an ISR shrank. After
+            every fault the test waits (bounded) until every ISR is full again and reports how long
+            it took. One broker at a time, so the controller quorum keeps its majority.
+  read      producers stop and flush (bounded), the ISR heals (bounded), every broker reports the
+            same ClusterId, then every partition is read from the low to the high watermark by a
+            confluent-kafka consumer (assign, no group) bootstrapped at each broker in turn, and by
+            a kafka-python consumer
+  check     jepsen_checker.check over the history: lost, duplicated, reordered, two-valued,
+            skipped, went back, unexpected all 0; enough acknowledged; every killed or paused
+            leader's partition got a new leader during the fault; every faulted broker rejoined the
+            ISR. The history is written to DIR/replication-history.json (`jepsen_checker.py
+            DIR/replication-history.json` checks it again).
+
+The CI variant runs its fault loop for 100 s (about 3 minutes in all); with --soak-secs N (or env
+RINGBROKER_REPLICATION_SOAK_SECS=N) it runs for N seconds and needs at least 10 faults. Every
+wait and loop is bounded; every process is stopped at the end (SIGCONT first if paused).
+"""
+
+import argparse
+import json
+import logging
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import jepsen_checker  # noqa: E402
+from common import Reporter  # noqa: E402
+from tcp_proxy import TcpProxy  # noqa: E402
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+rep = Reporter("replication")
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", required=True)
+ap.add_argument("--work", required=True)
+ap.add_argument("--seed", type=int, default=1)
+ap.add_argument("--soak-secs", type=float, default=float(os.environ.get("RINGBROKER_REPLICATION_SOAK_SECS") or 0))
+ap.add_argument("--fault-secs", type=float, default=100.0, help="length of the CI variant's fault loop")
+ap.add_argument("--producers", type=int, default=2)
+ap.add_argument("--rate", type=float, default=100.0, help="records per second per producer")
+ap.add_argument("--proxy-node", type=int, default=3, help="broker whose client listener is behind a proxy (0: none)")
+args = ap.parse_args()
+
+HEARTBEAT_MS = 200
+SESSION_MS = 2000
+ELECTION_MS = 300
+LAG_MS = 3000
+TOPIC = "jepsen"
+NPARTS = 3
+RF = 3
+MIN_ISR = 2
+NODES = [1, 2, 3]
+SOAK = args.soak_secs > 0
+FAULT_SECS = args.soak_secs if SOAK else args.fault_secs
+MAX_FAULTS = 2000 if SOAK else 40
+MIN_FAULTS = 10 if SOAK else (3 if FAULT_SECS >= 60 else 1)
+# How long a fault lasts: a killed broker stays down, a paused one (a zombie) stopped, the proxied
+# one cut off, for 1.5 to 3 session timeouts: long enough to be fenced and to lose its leadership,
+# and longer than replica.lag.time.max.ms, so followers fall out of the ISR.
+DOWN_S = (1.5 * SESSION_MS / 1000, 3 * SESSION_MS / 1000)
+REJOIN_S = 20.0  # bound for a faulted broker to be back in every ISR
+FLUSH_S = 45.0  # bound for a producer's flush (message.timeout.ms is 30 s)
+READ_S = 40.0  # bound for one full read of the topic
+MIN_ACKED = max(1000, int(FAULT_SECS * args.producers * args.rate * 0.1))
+rng = random.Random(args.seed)  # the fault schedule
+_spread_rng = random.Random(args.seed + 1)  # which broker answers a metadata request
+T0 = time.monotonic()
+# librdkafka's own log lines (connection refused while a broker is down, ...) go to a file under
+# --work, not into the test's output.
+os.makedirs(args.work, exist_ok=True)
+client_log = logging.getLogger("replication.rdkafka")
+client_log.propagate = False
+client_log.setLevel(logging.DEBUG)
+_handler = logging.FileHandler(os.path.join(args.work, "replication-clients.log"))
+_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+client_log.addHandler(_handler)
+
+
+def log(msg):
+    print(f"== replication: [{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- brokers
+
+def distinct_ports(n):
+    for _ in range(20):
+        ports = [common.free_port() for _ in range(n)]
+        if len(set(ports)) == n:
+            return ports
+    raise RuntimeError("no distinct free ports")
+
+
+_ports = distinct_ports(2 * len(NODES) + 1)
+ports = {n: _ports[i] for i, n in enumerate(NODES)}
+cports = {n: _ports[len(NODES) + i] for i, n in enumerate(NODES)}
+proxy_port = _ports[-1]
+voters = ",".join(f"{n}@127.0.0.1:{cports[n]}" for n in NODES)
+PROXIED = args.proxy_node if args.proxy_node in NODES else None
+proxy = None
+
+
+class Broker:
+    """One ringbroker process: state is `up`, `down` (killed or stopped) or `paused` (SIGSTOP)."""
+
+    def __init__(self, n):
+        self.n = n
+        self.proc = None
+        self.starts = 0
+        self.state = "down"
+        self.base = None
+
+    def spawn(self):
+        self.starts += 1
+        data = os.path.join(args.work, f"repl-{self.n}")
+        os.makedirs(data, exist_ok=True)
+        adv = f"127.0.0.1:{proxy_port}" if self.n == PROXIED else f"127.0.0.1:{ports[self.n]}"
+        settings = [
+            f"node.id={self.n}",
+            "process.roles=broker,controller",
+            f"controller.quorum.voters={voters}",
+            f"controller.quorum.election.timeout.ms={ELECTION_MS}",
+            f"broker.heartbeat.interval.ms={HEARTBEAT_MS}",
+            f"broker.session.timeout.ms={SESSION_MS}",
+            f"listeners=PLAINTEXT://127.0.0.1:{ports[self.n]},CONTROLLER://127.0.0.1:{cports[self.n]}",
+            f"advertised.listeners=PLAINTEXT://{adv}",
+            "ringbroker.pin.shards=false",
+            "ringbroker.metrics.listen=none",
+        ] + OPTIONAL_SETTINGS
+        cmd = [args.bin, "serve", "--data-dir", data, "--shards", "1"]
+        for s in settings:
+            cmd += ["--set", s]
+        self.base = os.path.join(args.work, f"broker-repl-{self.n}-{self.starts}")
+        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info,openraft=warn"))
+        with open(self.base + ".out", "w") as out, open(self.base + ".err", "w") as err:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+        self.state = "up"
+
+    def wait_ready(self, timeout=20.0):
+        """True once the broker printed `listening on` and accepts connections; False if it
+        exited or the time ran out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                with open(self.base + ".out") as f:
+                    listening = "listening on" in f.read()
+            except OSError:
+                listening = False
+            if listening:
+                try:
+                    socket.create_connection(("127.0.0.1", ports[self.n]), timeout=1).close()
+                    return True
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        return False
+
+    def start(self, rebind_s=30.0):
+        """Spawns and waits until ready; while a killed predecessor's ports are still held
+        ("in use") retries for up to `rebind_s`. Returns (ok, detail)."""
+        t0 = time.monotonic()
+        while True:
+            self.spawn()
+            if self.wait_ready():
+                return True, f"ready in {time.monotonic() - t0:.1f}s"
+            err = tail(self.base + ".err")
+            if self.proc.poll() is None:
+                return False, f"not listening after 20 s: {err}"
+            self.state = "down"
+            if "in use" not in err or time.monotonic() - t0 > rebind_s:
+                return False, f"exited {self.proc.returncode}: {err}"
+            time.sleep(0.3)
+
+    def kill(self):
+        if self.state == "paused":
+            self.proc.send_signal(signal.SIGCONT)
+        self.proc.kill()
+        self.proc.wait(10)
+        self.state = "down"
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+        self.state = "paused"
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+        self.state = "up"
+
+    def stop(self, timeout=20):
+        """SIGTERM (SIGCONT first if paused); the exit code, or None if it had to be killed."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.state = "down"
+            return self.proc.returncode if self.proc else None
+        if self.state == "paused":
+            self.proc.send_signal(signal.SIGCONT)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            rc = None
+        self.state = "down"
+        return rc
+
+
+def tail(path, n=3):
+    try:
+        with open(path) as f:
+            return " | ".join(f.read().splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def knows_property(prop):
+    """Whether this binary accepts `--set prop`: `serve` checks its --set properties in order and
+    exits on the first bad one before binding anything (run.sh's probe)."""
+    probe = os.path.join(args.work, "repl-probe")
+    os.makedirs(probe, exist_ok=True)
+    try:
+        out = subprocess.run([args.bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", probe, "--set", prop,
+                              "--set", "probe-end"], capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return False
+    return "probe-end" in out.stdout + out.stderr
+
+
+brokers = {n: Broker(n) for n in NODES}
+OPTIONAL_SETTINGS = []
+
+
+def bootstrap(n):
+    return f"127.0.0.1:{ports[n]}"
+
+
+def all_bootstrap():
+    return ",".join(f"127.0.0.1:{proxy_port}" if n == PROXIED else bootstrap(n) for n in NODES)
+
+
+def healthy():
+    """Brokers that can answer now (not killed, not paused), in a random order."""
+    ns = [n for n in NODES if brokers[n].state == "up" and brokers[n].proc.poll() is None]
+    _spread_rng.shuffle(ns)  # not `rng`: the faults drawn from the seed must not depend on this
+    return ns
+
+
+def metadata(timeout=3.0):
+    """(brokers, {partition: (leader, replicas, isr, error code)}) from the first healthy broker
+    that answers (direct, not through the proxy), or None."""
+    for n in healthy():
+        try:
+            # All topics: a Metadata request naming the topic would auto-create it (librdkafka's
+            # admin client is a producer handle, allow.auto.create.topics defaults to true there).
+            md = AdminClient({"bootstrap.servers": bootstrap(n), "socket.timeout.ms": 3000, "log_level": 3,
+                              "log.connection.close": False, "logger": client_log}).list_topics(timeout=timeout)
+        except Exception:  # noqa: BLE001 - try the next broker
+            continue
+        t = md.topics.get(TOPIC)
+        if t is None or t.error is not None:
+            return sorted(md.brokers), None
+        parts = {p: (m.leader, list(m.replicas), sorted(m.isrs), m.error.code() if m.error else 0)
+                 for p, m in t.partitions.items()}
+        return sorted(md.brokers), parts
+    return None
+
+
+def isr_full():
+    """Every broker live, every partition led and with an ISR of RF (all three brokers): a faulted
+    broker has rejoined every ISR."""
+    md = metadata()
+    if md is None or md[1] is None or len(md[1]) != NPARTS:
+        return False
+    live, parts = md
+    return live == NODES and all(len(isr) == RF and leader >= 0 for leader, _, isr, _ in parts.values())
+
+
+def describe():
+    md = metadata()
+    if md is None:
+        return "no metadata"
+    live, parts = md
+    if parts is None:
+        return f"brokers {live}, no topic"
+    return f"brokers {live}; " + "; ".join(f"p{p} leader {l} isr {isr}" + (f" err {e}" if e else "")
+                                           for p, (l, _, isr, e) in sorted(parts.items()))
+
+
+def cluster_ids():
+    """{broker: the ClusterId its Metadata response carries}, asked of each healthy broker."""
+    out = {}
+    for n in sorted(healthy()):
+        try:
+            out[n] = AdminClient({"bootstrap.servers": bootstrap(n), "logger": client_log}).list_topics(
+                timeout=5).cluster_id
+        except Exception as e:  # noqa: BLE001
+            out[n] = f"error: {e}"
+    return out
+
+
+def check_cluster_id(when):
+    ids = cluster_ids()
+    rep.check(len(ids) == len(NODES) and len(set(ids.values())) == 1,
+              f"every broker reports the same ClusterId {when}", ids)
+
+
+def check_unexpected_exits():
+    for n, b in brokers.items():
+        if b.state != "down" and b.proc.poll() is not None:
+            rep.fail(f"broker {n} stays up unless the test stops it",
+                     f"exited {b.proc.returncode} on its own: {tail(b.base + '.err')}")
+            b.state = "down"
+            ok, detail = b.start()
+            log(f"restarted broker {n} after its own exit: {ok} {detail}")
+
+
+# ---------------------------------------------------------------- producers
+
+class ProducerThread(threading.Thread):
+    """Produces `p<idx>-<seq>` (`p<idx>r<gen>-<seq>` after a fatal error made it start over with a
+    new client) at a steady rate until told to stop; records every delivery report."""
+
+    def __init__(self, idx):
+        super().__init__(daemon=True, name=f"producer-{idx}")
+        self.idx = idx
+        self.stop_at = threading.Event()
+        self.acks, self.failed, self.unknown = [], [], []
+        self.errors = {}  # non-fatal client errors by name (information)
+        self.fatal = []
+        self.left_after_flush = 0
+        self.sent = 0
+        self.crashed = None
+
+    def conf(self):
+        return {
+            "bootstrap.servers": all_bootstrap(),
+            "client.id": f"jepsen-p{self.idx}",
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 30000,
+            "request.timeout.ms": 5000,
+            "socket.timeout.ms": 10000,
+            "retry.backoff.ms": 50,
+            "retry.backoff.max.ms": 500,
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 1000,
+            "topic.metadata.refresh.interval.ms": 5000,
+            "log.connection.close": False,
+            "logger": client_log,
+            "debug": "eos",  # producer ids and epochs, into the clients' log file
+            "error_cb": self.on_error,
+        }
+
+    def on_error(self, err):
+        name = err.name()
+        self.errors[name] = self.errors.get(name, 0) + 1
+        if err.fatal():
+            self.fatal.append(f"error_cb: {err}")
+
+    def run(self):
+        try:
+            self._run()
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            self.crashed = f"{type(e).__name__}: {e} :: {traceback.format_exc(limit=3)}"
+
+    def _run(self):
+        gen = 0
+        while not self.stop_at.is_set():
+            name = f"p{self.idx}" if gen == 0 else f"p{self.idx}r{gen}"
+            pending = set()
+
+            def on_delivery(err, msg, pending=pending):
+                v = msg.value().decode()
+                pending.discard(v)
+                if err is None:
+                    self.acks.append({"value": v, "partition": msg.partition(), "offset": msg.offset()})
+                else:
+                    self.failed.append({"value": v, "error": err.name()})
+
+            p = Producer(self.conf())
+            nfatal = len(self.fatal)
+            seq = 0
+            next_t = time.monotonic()
+            # A fatal error (error_cb, or KafkaException from produce/poll/flush) ends this client:
+            # what it has not reported is `unknown`, and a new client (a new producer id) goes on.
+            try:
+                while not self.stop_at.is_set() and len(self.fatal) == nfatal:
+                    now = time.monotonic()
+                    if now < next_t:
+                        p.poll(min(next_t - now, 0.05))
+                        continue
+                    next_t = max(next_t + 1.0 / args.rate, now - 1.0)  # no catch-up burst after a stall
+                    v = f"{name}-{seq:06d}"
+                    try:
+                        p.produce(TOPIC, key=f"k{seq % 32}".encode(), value=v.encode(), on_delivery=on_delivery)
+                    except BufferError:
+                        p.poll(0.1)
+                        continue
+                    pending.add(v)
+                    seq += 1
+                    self.sent += 1
+                    p.poll(0)
+            except KafkaException as e:
+                self.fatal.append(f"{name}: {e}")
+            try:
+                left = p.flush(FLUSH_S if len(self.fatal) == nfatal else 10)
+            except KafkaException as e:
+                if len(self.fatal) == nfatal:
+                    self.fatal.append(f"{name}: {e}")
+                left = len(pending)
+            self.left_after_flush += left if len(self.fatal) == nfatal else 0
+            self.unknown.extend(sorted(pending))
+            if len(self.fatal) != nfatal:
+                log(f"producer {name}: fatal error after {seq} records ({len(pending)} unreported): "
+                    f"{self.fatal[-1]}; going on with a new client")
+            gen += 1
+
+
+# ---------------------------------------------------------------- faults
+
+class Faults:
+    """The fault loop. Every fault lasts DOWN_S (killed brokers are restarted after it), during
+    which the metadata is watched: when a partition's ISR first shrank, and for a leader fault when
+    the partition first had another leader (the clients' failover target)."""
+
+    def __init__(self, producers):
+        self.producers = producers
+        self.done = []  # {"kind", "node", "partition", "at", "down_s", "failover_s", "shrink_s", ...}
+
+    def acked(self):
+        return sum(len(p.acks) for p in self.producers)
+
+    def target(self, kind):
+        """(node, partition) for a fault of `kind`, from the current metadata."""
+        md = metadata()
+        p = rng.randrange(NPARTS)
+        if md is None or md[1] is None or p not in md[1]:
+            return rng.choice(NODES), p
+        parts = md[1]
+        if kind == "cut-links":
+            led = [q for q, (leader, _, _, _) in parts.items() if leader == PROXIED]
+            return PROXIED, (rng.choice(led) if led else p)
+        leader, replicas, _, _ = parts[p]
+        if kind == "kill-follower":
+            followers = [r for r in replicas if r != leader and r in NODES]
+            return (rng.choice(followers) if followers else rng.choice(NODES)), p
+        return (leader if leader in NODES else rng.choice(NODES)), p
+
+    def watch(self, rec, seconds, isr_before):
+        """Sleeps `seconds` while polling the metadata; fills rec's failover_s and shrink_s (when
+        an ISR first got smaller than it was before the fault)."""
+        t0 = time.monotonic()
+        rec["failover_s"] = rec["shrink_s"] = None
+        min_isr = RF
+        while time.monotonic() - t0 < seconds:
+            md = metadata(timeout=1.0)
+            now = round(time.monotonic() - t0, 1)
+            if md and md[1] and rec["partition"] in md[1]:
+                leader, _, isr, _ = md[1][rec["partition"]]
+                if rec["failover_s"] is None and leader >= 0 and leader != rec["node"]:
+                    rec["failover_s"] = now
+                min_isr = min([min_isr] + [len(i) for _, _, i, _ in md[1].values()])
+                shrank = any(len(i) < isr_before.get(q, RF) for q, (_, _, i, _) in md[1].items())
+                if rec["shrink_s"] is None and shrank:
+                    rec["shrink_s"] = now
+            time.sleep(max(0.0, min(0.25, seconds - (time.monotonic() - t0))))
+        rec["min_isr"] = min_isr
+
+    def run_one(self, kind, rejoin_s):
+        node, p = self.target(kind)
+        md = metadata()
+        isr_before = {q: len(i) for q, (_, _, i, _) in md[1].items()} if md and md[1] else {}
+        b = brokers[node]
+        rec = {"kind": kind, "node": node, "partition": p, "at": round(time.monotonic() - T0, 1)}
+        acked0 = self.acked()
+        down = round(rng.uniform(*DOWN_S), 1)
+        rec["down_s"] = down
+        if kind in ("kill-leader", "kill-follower"):
+            b.kill()
+            self.watch(rec, down, isr_before)
+            ok, detail = b.start()
+            rec["restart"] = detail
+            if not ok:
+                rep.fail(f"broker {node} restarts after kill -9", detail)
+        elif kind == "pause-leader":
+            b.pause()
+            self.watch(rec, down, isr_before)
+            b.resume()
+        elif kind == "cut-links":
+            before = proxy.stats()
+            proxy.cutting = True
+            proxy.cut_all()
+            self.watch(rec, down, isr_before)
+            proxy.cutting = False
+            after = proxy.stats()
+            rec["cut_connections"] = after["cut_connections"] - before["cut_connections"]
+        rec["acked_during"] = self.acked() - acked0
+        t0 = time.monotonic()
+        back = common.wait_until(isr_full, rejoin_s, interval=0.25)
+        rec["rejoin_s"] = round(time.monotonic() - t0, 1) if back else None
+        self.done.append(rec)
+        what = {"kill-leader": "kill -9", "kill-follower": "kill -9", "pause-leader": "SIGSTOP",
+                "cut-links": "links cut"}[kind]
+        role = {"kill-leader": "leader", "pause-leader": "leader", "kill-follower": "follower",
+                "cut-links": "proxied broker, partition"}[kind]
+        extra = f", {rec['cut_connections']} connections cut" if kind == "cut-links" else ""
+        failover = "" if not kind.endswith("leader") else (
+            f"new leader after {rec['failover_s']}s" if rec["failover_s"] is not None else "no new leader")
+        log(f"fault {len(self.done)}: {kind}: {what} broker {node} ({role} of p{p}) for {down}s{extra}: "
+            f"{rec['acked_during']} acknowledged meanwhile; {failover + '; ' if failover else ''}"
+            f"ISR {'shrank after ' + str(rec['shrink_s']) + 's' if rec['shrink_s'] is not None else 'never shrank'}"
+            f" (min {rec['min_isr']}); "
+            + (f"back in every ISR {rec['rejoin_s']}s after the fault ended" if back
+               else f"NOT back in every ISR within {rejoin_s:.0f}s")
+            + f"; {describe()}")
+
+    def loop(self, rejoin_s):
+        kinds = ["kill-leader", "pause-leader", "kill-follower"] + (["cut-links"] if PROXIED else [])
+        deadline = time.monotonic() + FAULT_SECS
+        last_status = time.monotonic()
+        while time.monotonic() < deadline and len(self.done) < MAX_FAULTS:
+            check_unexpected_exits()
+            self.run_one(kinds[len(self.done) % len(kinds)], rejoin_s)
+            quiet_until = time.monotonic() + rng.uniform(1.0, 3.0)
+            while time.monotonic() < min(quiet_until, deadline):
+                time.sleep(0.1)
+            if time.monotonic() - last_status > 10:
+                last_status = time.monotonic()
+                log(f"progress: {sum(p.sent for p in self.producers)} sent, {self.acked()} acknowledged, "
+                    f"{sum(len(p.failed) for p in self.producers)} failed, {len(self.done)} faults")
+
+
+# ---------------------------------------------------------------- reads
+
+def read_confluent(via, parts):
+    """One read of every partition, low to high watermark, via bootstrap `via`."""
+    c = Consumer({"bootstrap.servers": via, "group.id": "jepsen-read", "enable.auto.commit": False,
+                  "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
+                  "fetch.wait.max.ms": 100, "socket.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 2000,
+                  "allow.auto.create.topics": False, "log.connection.close": False, "logger": client_log})
+    out = {p: {"start": 0, "end": 0, "complete": False, "records": []} for p in parts}
+    errors = []
+    try:
+        for p in parts:
+            lo, hi = c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
+            out[p]["start"], out[p]["end"] = lo, hi
+        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in parts])
+        nxt = {p: out[p]["start"] for p in parts}
+        deadline = time.monotonic() + READ_S
+        while any(nxt[p] < out[p]["end"] for p in parts) and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.3):
+                if m.error():
+                    errors.append(m.error().name())
+                    continue
+                out[m.partition()]["records"].append([m.offset(), m.value().decode()])
+                nxt[m.partition()] = max(nxt[m.partition()], m.offset() + 1)
+        for p in parts:
+            out[p]["complete"] = nxt[p] >= out[p]["end"]
+    finally:
+        c.close()
+    return out, errors
+
+
+def read_kafka_python(parts):
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition as KpTp
+
+    c = KafkaConsumer(bootstrap_servers=all_bootstrap().split(","), group_id=None, enable_auto_commit=False,
+                      auto_offset_reset="earliest", request_timeout_ms=20000, fetch_max_wait_ms=100,
+                      client_id="jepsen-read-kp")
+    out = {p: {"start": 0, "end": 0, "complete": False, "records": []} for p in parts}
+    try:
+        tps = [KpTp(TOPIC, p) for p in parts]
+        c.assign(tps)
+        lows = c.beginning_offsets(tps, timeout_ms=10000)
+        highs = c.end_offsets(tps, timeout_ms=10000)
+        for tp in tps:
+            out[tp.partition]["start"], out[tp.partition]["end"] = lows[tp], highs[tp]
+        c.seek_to_beginning(*tps)
+        nxt = {p: out[p]["start"] for p in parts}
+        deadline = time.monotonic() + READ_S
+        while any(nxt[p] < out[p]["end"] for p in parts) and time.monotonic() < deadline:
+            for tp, records in c.poll(timeout_ms=500, max_records=2000).items():
+                for r in records:
+                    out[tp.partition]["records"].append([r.offset, r.value.decode()])
+                    nxt[tp.partition] = max(nxt[tp.partition], r.offset + 1)
+        for p in parts:
+            out[p]["complete"] = nxt[p] >= out[p]["end"]
+    finally:
+        c.close()
+    return out, []
+
+
+def read_all():
+    reads = []
+    parts = list(range(NPARTS))
+    readers = [(f"confluent-kafka via broker {n}", lambda n=n: read_confluent(
+        f"127.0.0.1:{proxy_port}" if n == PROXIED else bootstrap(n), parts)) for n in NODES]
+    readers.append(("kafka-python", lambda: read_kafka_python(parts)))
+    for name, fn in readers:
+        t0 = time.monotonic()
+        try:
+            out, errors = fn()
+        except Exception as e:  # noqa: BLE001
+            rep.fail(f"read by {name}", f"{type(e).__name__}: {e}")
+            continue
+        got = sum(len(pr["records"]) for pr in out.values())
+        short = {p: (pr["records"][-1][0] + 1 if pr["records"] else pr["start"], pr["end"])
+                 for p, pr in out.items() if not pr["complete"]}
+        rep.check(not short, f"{name} reads every partition to its high watermark ({got} records, "
+                             f"{time.monotonic() - t0:.1f}s)",
+                  f"stopped short (next, high) {short} within {READ_S:.0f}s; errors {sorted(set(errors))[:5]}")
+        if errors:
+            log(f"{name}: consumer errors {sorted(set(errors))[:5]} ({len(errors)} in all)")
+        log(f"{name}: watermarks " + ", ".join(f"p{p} [{pr['start']}, {pr['end']})" for p, pr in out.items()))
+        reads.append({"reader": name, "partitions": out})
+    return reads
+
+
+# ---------------------------------------------------------------- the test
+
+def create_topic():
+    admin = AdminClient({"bootstrap.servers": bootstrap(1), "socket.timeout.ms": 10000})
+    fs = admin.create_topics([NewTopic(TOPIC, NPARTS, RF, config={"min.insync.replicas": str(MIN_ISR)})],
+                             operation_timeout=20, request_timeout=30)
+    fs[TOPIC].result(timeout=40)
+    rep.ok(f"topic {TOPIC}: {NPARTS} partitions, RF {RF}, min.insync.replicas={MIN_ISR}")
+    md = common.wait_until(lambda: (m := metadata()) and m[1] and len(m[1]) == NPARTS and m, 15)
+    rep.check(bool(md), f"{TOPIC} is in the metadata with {NPARTS} partitions", describe())
+    replicas_ok = bool(md) and all(len(r) == RF for _, r, _, _ in md[1].values())
+    rep.check(replicas_ok, f"every partition has {RF} replicas", describe())
+    t0 = time.monotonic()
+    full = common.wait_until(isr_full, 15, interval=0.25)
+    return rep.check(bool(full), f"the ISR of every partition reaches {RF} ({time.monotonic() - t0:.1f}s)",
+                     describe())
+
+
+def main():
+    global proxy
+    for prop in (f"replica.lag.time.max.ms={LAG_MS}",):
+        if knows_property(prop):
+            OPTIONAL_SETTINGS.append(prop)
+        else:
+            rep.skip(f"--set {prop}", "this binary does not know the property: started without it")
+    log(f"seed {args.seed}; brokers {ports}, controllers {cports}"
+        + (f", broker {PROXIED} advertised through the proxy on {proxy_port}" if PROXIED else "")
+        + f"; fault loop {FAULT_SECS:.0f}s" + (" (soak)" if SOAK else " (CI)"))
+    if PROXIED:
+        # Cutting: budget 0 closes a connection at its first byte, and every 50-100 ms all are
+        # closed; off, the proxy forwards everything.
+        proxy = TcpProxy(proxy_port, ("127.0.0.1", ports[PROXIED]), seed=args.seed, every_ms=(50, 100),
+                         budget_bytes=(0, 0)).start()
+    for b in brokers.values():
+        b.spawn()
+    ready = {n: b.wait_ready(30) for n, b in brokers.items()}
+    if not rep.check(all(ready.values()), "3 brokers (voters + brokers) start and listen",
+                     {n: tail(b.base + ".err") for n, b in brokers.items() if not ready[n]}):
+        return
+    formed = common.wait_until(lambda: (m := metadata()) and m[0] == NODES, 30)
+    if not rep.check(bool(formed), "every broker is registered (metadata lists 1, 2, 3)", describe()):
+        return
+    if PROXIED:
+        adv = {b.id: f"{b.host}:{b.port}" for b in AdminClient({"bootstrap.servers": bootstrap(1)})
+               .list_topics(timeout=10).brokers.values()}
+        rep.check(adv.get(PROXIED) == f"127.0.0.1:{proxy_port}",
+                  f"broker {PROXIED} is advertised through the proxy", adv)
+    check_cluster_id("at the start")
+    isr_ok = create_topic()
+    # When the ISR never got full the broker does not replicate (yet): shorter rejoin waits keep the
+    # run within its time budget, and every fault is still reported as not rejoined.
+    rejoin_s = REJOIN_S if isr_ok else 8.0
+
+    producers = [ProducerThread(i) for i in range(args.producers)]
+    for p in producers:
+        p.start()
+    warm = common.wait_until(lambda: all(len(p.acks) >= 10 for p in producers), 30)
+    rep.check(bool(warm), "every producer gets acknowledgements before the faults start",
+              {p.idx: (p.sent, len(p.acks), len(p.failed), p.errors) for p in producers})
+    faults = Faults(producers)
+    try:
+        faults.loop(rejoin_s)
+    finally:
+        for p in producers:
+            p.stop_at.set()
+        for p in producers:
+            p.join(FLUSH_S + 15)
+    check_unexpected_exits()
+    for p in producers:
+        rep.check(not p.is_alive() and p.crashed is None, f"producer {p.idx} stopped cleanly",
+                  "still running after its flush bound" if p.is_alive() else p.crashed)
+        rep.check(p.left_after_flush == 0, f"producer {p.idx} flushed every record",
+                  f"{p.left_after_flush} still queued after {FLUSH_S:.0f}s")
+        log(f"producer {p.idx}: {p.sent} sent, {len(p.acks)} acknowledged, {len(p.failed)} failed "
+            f"({sorted({f['error'] for f in p.failed})[:5]}), {len(p.unknown)} unknown; client errors {p.errors}; "
+            f"fatal {p.fatal[:3]}")
+
+    # Heal: everything running, the ISR back to full, then read.
+    for n, b in brokers.items():
+        if b.state == "paused":
+            b.resume()
+        elif b.state == "down":
+            b.start()
+    if proxy is not None:
+        proxy.cutting = False
+    t0 = time.monotonic()
+    healed = common.wait_until(isr_full, 30 if isr_ok else 8, interval=0.25)
+    rep.check(bool(healed), f"the ISR of every partition is back to {RF} after the faults "
+                            f"({time.monotonic() - t0:.1f}s)", describe())
+    # librdkafka warns "a client must not be simultaneously connected to multiple clusters" if a
+    # restarted broker comes back with another id.
+    check_cluster_id("after the restarts")
+    reads = read_all()
+
+    history = {"acks": [a for p in producers for a in p.acks], "failed": [f for p in producers for f in p.failed],
+               "unknown": [v for p in producers for v in p.unknown], "reads": reads, "faults": faults.done}
+    path = os.path.join(args.work, "replication-history.json")
+    with open(path, "w") as f:
+        json.dump(history, f)
+    res = jepsen_checker.check(history)
+    c = res["counts"]
+    kinds = {}
+    for fr in faults.done:
+        kinds[fr["kind"]] = kinds.get(fr["kind"], 0) + 1
+    rejoined = [fr["rejoin_s"] for fr in faults.done if fr["rejoin_s"] is not None]
+    log(f"faults {len(faults.done)} {kinds}; records acknowledged {c['acknowledged']}, failed {c['failed']}, "
+        f"unknown {c['unknown']}, lost {c['lost']}, duplicated {c['duplicated']}, reordered {c['reordered']}, "
+        f"two-valued {c['two_valued']}, skips {c['skipped'] + c['went_back']} (skipped {c['skipped']}, went back "
+        f"{c['went_back']}), unexpected {c['unexpected']}; failed but present {c['failed_but_present']}; "
+        f"history {path}")
+    for kind, ex in res["examples"].items():
+        log(f"{kind}: e.g. {ex}")
+    rep.check(len(faults.done) >= MIN_FAULTS, f"{len(faults.done)} faults injected {kinds}",
+              f"fewer than {MIN_FAULTS}")
+    rep.check(c["acknowledged"] >= MIN_ACKED, f"{c['acknowledged']} records acknowledged (at least {MIN_ACKED})",
+              f"only {c['acknowledged']}")
+    rep.check(c["reads"] >= 1 and any(r["complete"] for r in res["per_reader"].values()),
+              "at least one read of the whole topic completed", res["per_reader"])
+    for kind, label in (("lost", "no acknowledged record lost"), ("duplicated", "no record duplicated"),
+                        ("reordered", "no record reordered within a producer and partition"),
+                        ("two_valued", "no offset with two values"),
+                        ("skipped", "no consumer skipped an offset"),
+                        ("went_back", "no consumer went back"),
+                        ("unexpected", "no record that nobody sent")):
+        rep.check(c[kind] == 0, f"{label} ({c[kind]})", res["examples"].get(kind, ""))
+    leader_faults = [fr for fr in faults.done if fr["kind"] in ("kill-leader", "pause-leader")]
+    failovers = [fr["failover_s"] for fr in leader_faults if fr["failover_s"] is not None]
+    rep.check(leader_faults and len(failovers) == len(leader_faults),
+              f"a killed or paused leader's partition gets a new leader meanwhile ({len(failovers)} of "
+              f"{len(leader_faults)}; {spread(failovers)})",
+              f"no new leader within the fault for (kind, broker, partition, at s): "
+              f"{[(fr['kind'], fr['node'], fr['partition'], fr['at']) for fr in leader_faults if fr['failover_s'] is None][:8]}")
+    shrinks = [fr["shrink_s"] for fr in faults.done if fr["shrink_s"] is not None]
+    log(f"ISR shrank during {len(shrinks)} of {len(faults.done)} faults ({spread(shrinks)}); acknowledged during "
+        f"the faults: " + ", ".join(f"{fr['kind']} {fr['acked_during']}" for fr in faults.done[:12])
+        + (" ..." if len(faults.done) > 12 else ""))
+    times = spread(rejoined)
+    missed = [(fr["kind"], fr["node"], fr["at"]) for fr in faults.done if fr["rejoin_s"] is None]
+    rep.check(faults.done and not missed,
+              f"every faulted broker rejoined the ISR ({len(rejoined)} of {len(faults.done)}; {times})",
+              f"not back in every ISR within {rejoin_s:.0f}s after (kind, broker, at s): {missed[:8]}")
+
+
+def spread(xs):
+    return f"median {statistics.median(xs):.1f}s, max {max(xs):.1f}s" if xs else "none"
+
+
+def on_term(*_):
+    raise SystemExit(143)
+
+
+signal.signal(signal.SIGTERM, on_term)
+try:
+    rep.run("replication", main)
+finally:
+    rcs = {}
+    for n, b in brokers.items():
+        if b.proc is not None:
+            rcs[n] = b.stop()
+    if proxy is not None:
+        proxy.stop()
+    if rcs:
+        rep.check(all(rc == 0 for rc in rcs.values()), "every broker exits 0 on SIGTERM at the end", rcs)
+rep.finish()
