@@ -70,6 +70,7 @@ fn append_driver(name: &str, batch: Bytes, mode: Mode) -> Driver {
                             let options = AppendOptions {
                                 durable,
                                 now_ms: runtime::now_ms(),
+                                leader_epoch: None,
                             };
                             log.append(&batch, options).await.expect("append");
                         }
@@ -82,6 +83,7 @@ fn append_driver(name: &str, batch: Bytes, mode: Mode) -> Driver {
                                         let options = AppendOptions {
                                             durable,
                                             now_ms: runtime::now_ms(),
+                                            leader_epoch: None,
                                         };
                                         log.append(&batch, options).await.expect("append");
                                     })

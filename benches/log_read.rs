@@ -62,6 +62,7 @@ async fn fill(log: &Log, batch: &[u8], total_batches: usize, per_request: usize)
         let options = AppendOptions {
             durable: false,
             now_ms: runtime::now_ms(),
+            leader_epoch: None,
         };
         log.append(&request[..n * batch.len()], options)
             .await

@@ -452,7 +452,10 @@ impl BrokerConfig {
             "broker.heartbeat.interval.ms"
             | "broker.session.timeout.ms"
             | "controller.quorum.election.timeout.ms"
-            | "default.replication.factor" => {
+            | "default.replication.factor"
+            | "replica.fetch.max.bytes"
+            | "replica.fetch.wait.max.ms"
+            | "replica.lag.time.max.ms" => {
                 positive(value)?;
                 self.cluster.insert(cluster_key(name), value.trim().to_string());
             }
@@ -626,6 +629,9 @@ pub const CLUSTER_PROPERTY_DEFAULTS: &[(&str, &str)] = &[
     ("controller.quorum.voters", ""),
     ("default.replication.factor", "1"),
     ("process.roles", ""),
+    ("replica.fetch.max.bytes", "1048576"),
+    ("replica.fetch.wait.max.ms", "500"),
+    ("replica.lag.time.max.ms", "30000"),
 ];
 
 /// The `'static` name under which a KRaft property is kept.

@@ -154,6 +154,12 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         .producer_id_expiration_ms
         .to_string()),
     prop!("queued.max.request.bytes", |c| c.queued_max_request_bytes()),
+    prop!("replica.fetch.max.bytes", |c| c
+        .cluster_property("replica.fetch.max.bytes")),
+    prop!("replica.fetch.wait.max.ms", |c| c
+        .cluster_property("replica.fetch.wait.max.ms")),
+    prop!("replica.lag.time.max.ms", |c| c
+        .cluster_property("replica.lag.time.max.ms")),
     prop!("ringbroker.acks.all.fsync", |c| c
         .fsync_on_acks_all
         .to_string()),

@@ -23,6 +23,7 @@ pub mod log;
 pub mod logging;
 pub mod metrics;
 pub mod protocol;
+pub mod replication;
 pub mod runtime;
 pub mod server;
 pub mod shard;

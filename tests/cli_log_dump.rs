@@ -22,6 +22,7 @@ fn write_log(dir: &std::path::Path, batches: usize) {
                 AppendOptions {
                     durable: false,
                     now_ms: 0,
+                    leader_epoch: None,
                 },
             )
             .await

@@ -18,6 +18,7 @@ fn opts(now: i64) -> AppendOptions {
     AppendOptions {
         durable: false,
         now_ms: now,
+        leader_epoch: None,
     }
 }
 
@@ -161,6 +162,7 @@ fn concurrent_durable_appends_share_fsyncs() {
                     AppendOptions {
                         durable: true,
                         now_ms: 0,
+                        leader_epoch: None,
                     },
                 )
                 .await

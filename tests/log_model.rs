@@ -99,6 +99,7 @@ async fn run_ops(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         AppendOptions {
                             durable: false,
                             now_ms: 0,
+                            leader_epoch: None,
                         },
                     )
                     .await

@@ -12,7 +12,7 @@ use super::error::ControllerError;
 use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 use super::records::MetadataRecord;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AlterPartitionRequest {
     pub broker_id: BrokerId,
     pub broker_epoch: BrokerEpoch,

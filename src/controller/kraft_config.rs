@@ -52,6 +52,12 @@ pub struct KraftConfig {
     pub session_timeout_ms: u64,
     pub election_timeout_ms: u64,
     pub default_replication_factor: i32,
+    /// `replica.lag.time.max.ms`: a follower not caught up for this long leaves the ISR.
+    pub replica_lag_time_max_ms: u64,
+    /// `replica.fetch.wait.max.ms`: a follower's long poll.
+    pub replica_fetch_wait_max_ms: u64,
+    /// `replica.fetch.max.bytes`: per partition of a follower's fetch.
+    pub replica_fetch_max_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,7 +189,7 @@ pub fn parse_process_roles(value: &str) -> Result<ProcessRoles, KraftConfigError
     Ok(roles)
 }
 
-fn positive_ms(
+fn positive_u64(
     name: &'static str,
     value: Option<&String>,
     default: u64,
@@ -195,7 +201,7 @@ fn positive_ms(
             .parse::<u64>()
             .ok()
             .filter(|n| *n > 0)
-            .ok_or_else(|| bad(name, format!("expected a positive number of ms, got {v:?}"))),
+            .ok_or_else(|| bad(name, format!("expected a positive number, got {v:?}"))),
     }
 }
 
@@ -286,22 +292,37 @@ impl KraftConfig {
             advertised_listeners,
             cluster_id,
             rack,
-            heartbeat_interval_ms: positive_ms(
+            heartbeat_interval_ms: positive_u64(
                 "broker.heartbeat.interval.ms",
                 props.get("broker.heartbeat.interval.ms"),
                 DEFAULT_HEARTBEAT_INTERVAL_MS,
             )?,
-            session_timeout_ms: positive_ms(
+            session_timeout_ms: positive_u64(
                 "broker.session.timeout.ms",
                 props.get("broker.session.timeout.ms"),
                 DEFAULT_SESSION_TIMEOUT_MS,
             )?,
-            election_timeout_ms: positive_ms(
+            election_timeout_ms: positive_u64(
                 "controller.quorum.election.timeout.ms",
                 props.get("controller.quorum.election.timeout.ms"),
                 DEFAULT_ELECTION_TIMEOUT_MS,
             )?,
             default_replication_factor,
+            replica_lag_time_max_ms: positive_u64(
+                "replica.lag.time.max.ms",
+                props.get("replica.lag.time.max.ms"),
+                30_000,
+            )?,
+            replica_fetch_wait_max_ms: positive_u64(
+                "replica.fetch.wait.max.ms",
+                props.get("replica.fetch.wait.max.ms"),
+                500,
+            )?,
+            replica_fetch_max_bytes: positive_u64(
+                "replica.fetch.max.bytes",
+                props.get("replica.fetch.max.bytes"),
+                1 << 20,
+            )?,
         };
         config.check()?;
         Ok(Some(config))

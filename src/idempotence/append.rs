@@ -199,6 +199,23 @@ impl ProducerStates {
         Ok(())
     }
 
+    /// A follower appended the leader's batches: their producers are recorded as the log has
+    /// them (no checks: the leader checked), so that after a failover a retry of an
+    /// acknowledged batch is a duplicate here too.
+    pub fn replay_replicated(&self, headers: &[BatchHeader], now_ms: i64) {
+        let mut table = self.table.borrow_mut();
+        for h in headers {
+            if let Some(b) = ProducerBatch::from_header(h) {
+                table.replay(&b, h.base_offset, h.last_offset(), h.max_timestamp, now_ms);
+            }
+        }
+    }
+
+    /// The log was truncated to `log_end`: batches past it are forgotten.
+    pub fn truncate_to(&self, log_end: i64) {
+        self.table.borrow_mut().truncate_to(log_end);
+    }
+
     /// Waits (bounded) until no batch is in flight: after a log closed, its appenders are
     /// answered but their outcome tasks may not have run yet.
     pub async fn settle(&self) {

@@ -81,6 +81,10 @@ pub enum LogError {
     /// A file in the log directory cannot be made sense of and cannot be repaired.
     #[error("cannot load {path}: {reason}")]
     Unrecoverable { path: PathBuf, reason: String },
+    /// A follower's fetched batches do not continue its log (the leader answered from
+    /// another offset): nothing is appended; the follower fetches again from its end.
+    #[error("replicated batches start at offset {found}, the log ends at {expected}")]
+    ReplicaGap { expected: i64, found: i64 },
 }
 
 impl LogError {
@@ -184,6 +188,10 @@ impl LogError {
             },
             LogError::Closed(dir) => LogError::Closed(dir.clone()),
             LogError::Busy(dir) => LogError::Busy(dir.clone()),
+            LogError::ReplicaGap { expected, found } => LogError::ReplicaGap {
+                expected: *expected,
+                found: *found,
+            },
             LogError::Unrecoverable { path, reason } => LogError::Unrecoverable {
                 path: path.clone(),
                 reason: reason.clone(),

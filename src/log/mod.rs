@@ -5,8 +5,9 @@
 //! (sparse offset → position) and `.timeindex` (timestamp → offset), plus a checkpoint and,
 //! after a clean shutdown, a marker.
 //!
-//! - [`partition_log`]: the log itself (open, append, flush, checkpoint, close); its other
-//!   roles in `stage.rs` (validate and assign offsets), [`read`] (fetch and timestamp
+//! - [`partition_log`]: the log itself (open, flush, checkpoint, close); its other roles in
+//!   `append.rs` (staging producers' and followers' batches), `stage.rs` (validate and assign
+//!   offsets), [`read`] (fetch and timestamp
 //!   lookups), `truncate.rs` and `retention.rs`
 //! - [`commit`]: group commit, the one task that writes staged appends
 //! - [`recovery`]: loading and repairing after a crash
@@ -17,6 +18,7 @@
 //! - [`scan`]: walking batch headers in a buffer or a file
 //! - [`segment_read`]: reading whole batches out of one segment (the fetch path)
 //! - [`tail_cache`]: the last written bytes of each log in memory, under a per-shard budget
+mod append;
 pub mod checkpoint;
 mod commit;
 pub mod config;

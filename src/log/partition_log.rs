@@ -22,7 +22,6 @@ use super::error::LogError;
 use super::policy;
 use super::recovery::{self, RecoveryReport};
 use super::segment::{Segment, SegmentFiles};
-use super::stage::{stage, validate_all};
 use super::tail_cache::{self, SharedTailCache};
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
@@ -36,6 +35,20 @@ pub struct AppendOptions {
     pub durable: bool,
     /// The broker's clock, for LogAppendTime and segment age.
     pub now_ms: i64,
+    /// The leader epoch stamped into every batch (`partitionLeaderEpoch`, outside the CRC);
+    /// `None` leaves what the producer sent (a single node has no epochs).
+    pub leader_epoch: Option<i32>,
+}
+
+impl AppendOptions {
+    /// Options for an append without a leader epoch.
+    pub fn new(durable: bool, now_ms: i64) -> AppendOptions {
+        AppendOptions {
+            durable,
+            now_ms,
+            leader_epoch: None,
+        }
+    }
 }
 
 /// The outcome of an append, as a Produce response reports it.
@@ -51,9 +64,9 @@ pub struct AppendInfo {
 
 /// An append whose offsets are assigned and whose write is under way.
 pub struct StagedAppend {
-    log: Log,
-    info: AppendInfo,
-    done: local_oneshot::Receiver<Result<(), LogError>>,
+    pub(super) log: Log,
+    pub(super) info: AppendInfo,
+    pub(super) done: local_oneshot::Receiver<Result<(), LogError>>,
 }
 
 impl StagedAppend {
@@ -439,92 +452,6 @@ impl Log {
     pub fn segment_bases(&self) -> Vec<i64> {
         let st = self.inner.state.borrow();
         st.segments.iter().map(|s| s.base_offset).collect()
-    }
-
-    /// Appends the record batches in `records` (one or more, as a producer sent them).
-    ///
-    /// Every batch is validated (magic 2, lengths, CRC32C, record count) before anything is
-    /// staged; one bad batch rejects them all. Offsets are assigned by rewriting each batch's
-    /// base offset; LogAppendTime logs also get the broker's time. Returns once the batches
-    /// are in the files (and fsynced, when `durable` or the flush policy asks).
-    pub async fn append(
-        &self,
-        records: &[u8],
-        options: AppendOptions,
-    ) -> Result<AppendInfo, LogError> {
-        self.wait_appendable().await?;
-        self.stage_append(records, options)?.written().await
-    }
-
-    /// Waits until appends may be staged (no truncation or close holds the log). A caller
-    /// that must decide synchronously whether to append (idempotent producers) awaits this,
-    /// then decides and calls [`Log::stage_append`] with no `.await` in between.
-    pub async fn wait_appendable(&self) -> Result<(), LogError> {
-        loop {
-            let wait_idle = {
-                let mut st = self.inner.state.borrow_mut();
-                if st.closed {
-                    return Err(LogError::Closed(self.inner.dir.clone()));
-                }
-                st.check_online(&self.inner.dir)?;
-                if st.exclusive {
-                    let (tx, rx) = local_oneshot::channel();
-                    st.idle_waiters.push(tx);
-                    Some(rx)
-                } else {
-                    None
-                }
-            };
-            match wait_idle {
-                Some(rx) => {
-                    rx.await;
-                }
-                None => return Ok(()),
-            }
-        }
-    }
-
-    /// Validates and stages `records` now, without awaiting: offsets are assigned on return.
-    /// The write completes (or fails and is rolled back) when the returned [`StagedAppend`]
-    /// says so; appends staged meanwhile are group-committed with it. Fails with `Busy` if
-    /// called while truncation or close holds the log (see [`Log::wait_appendable`]).
-    pub fn stage_append(
-        &self,
-        records: &[u8],
-        options: AppendOptions,
-    ) -> Result<StagedAppend, LogError> {
-        {
-            let st = self.inner.state.borrow();
-            if st.closed {
-                return Err(LogError::Closed(self.inner.dir.clone()));
-            }
-            st.check_online(&self.inner.dir)?;
-            if st.exclusive {
-                return Err(LogError::Busy(self.inner.dir.clone()));
-            }
-        }
-        let headers = validate_all(records, &self.inner.state.borrow().config)?;
-        let (rx, info, start_committer) = {
-            let mut st = self.inner.state.borrow_mut();
-            let info = stage(&mut st, records, &headers, options);
-            let (tx, rx) = local_oneshot::channel();
-            st.waiters.push(AppendWaiter {
-                durable: options.durable,
-                done: tx,
-                staged_at: Some(std::time::Instant::now()),
-            });
-            let start = !st.committing;
-            st.committing = true;
-            (rx, info, start)
-        };
-        if start_committer {
-            runtime::spawn_detached(commit::run(Rc::clone(&self.inner)));
-        }
-        Ok(StagedAppend {
-            log: self.clone(),
-            info,
-            done: rx,
-        })
     }
 
     /// How many group-commit flights have failed so far. Every append staged before a failure

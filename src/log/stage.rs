@@ -10,10 +10,22 @@ use crate::protocol::record_batch::{self, BatchHeader, TimestampType};
 use crate::runtime::write_buffer;
 use crate::runtime::{FileIo, WriteBuffer};
 
-/// Validates every batch in `records`; returns their headers.
+/// Where an append's offsets come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Offsets {
+    /// A leader's (or single node's) append: offsets assigned from the log end.
+    Assign,
+    /// A follower's: the leader's offsets, epochs and timestamps are kept; the batches must
+    /// continue the log exactly.
+    Keep,
+}
+
+/// Validates every batch in `records`; returns their headers. A follower's batches were
+/// accepted by the leader under its own limits, so `max.message.bytes` is not checked again.
 pub(super) fn validate_all(
     records: &[u8],
     config: &LogConfig,
+    offsets: Offsets,
 ) -> Result<Vec<BatchHeader>, LogError> {
     let mut headers = Vec::new();
     let mut position = 0;
@@ -22,7 +34,7 @@ pub(super) fn validate_all(
         let header = record_batch::validate(rest)
             .map_err(|source| LogError::InvalidBatch { position, source })?;
         let len = header.total_len();
-        if len > config.max_message_bytes {
+        if offsets == Offsets::Assign && len > config.max_message_bytes {
             return Err(LogError::BatchTooLarge {
                 size: len,
                 max: config.max_message_bytes,
@@ -35,6 +47,21 @@ pub(super) fn validate_all(
         return Err(LogError::EmptyAppend);
     }
     Ok(headers)
+}
+
+/// A follower's batches must start at `log_end` and follow one another without a gap.
+pub(super) fn check_continues(headers: &[BatchHeader], log_end: i64) -> Result<(), LogError> {
+    let mut expected = log_end;
+    for h in headers {
+        if h.base_offset != expected {
+            return Err(LogError::ReplicaGap {
+                expected,
+                found: h.base_offset,
+            });
+        }
+        expected = h.next_offset();
+    }
+    Ok(())
 }
 
 /// Bytes of new data a direct write buffer is made for at least: appends staged while a
@@ -83,9 +110,11 @@ pub(super) fn stage(
     records: &[u8],
     headers: &[BatchHeader],
     options: AppendOptions,
+    offsets: Offsets,
 ) -> AppendInfo {
     let now = options.now_ms;
-    let log_append_time = st.config.message_timestamp_type == TimestampType::LogAppendTime;
+    let log_append_time = offsets == Offsets::Assign
+        && st.config.message_timestamp_type == TimestampType::LogAppendTime;
     let interval = st.config.index_interval_bytes;
     let first_offset = st.next_offset();
     let mut record_count = 0u64;
@@ -138,6 +167,9 @@ pub(super) fn stage(
         let write = open_write_buffer(st, position, len);
         let stored_bytes = write.data.extend(source);
         record_batch::set_base_offset(stored_bytes, base_offset);
+        if let (Offsets::Assign, Some(epoch)) = (offsets, options.leader_epoch) {
+            record_batch::set_partition_leader_epoch(stored_bytes, epoch);
+        }
         if log_append_time {
             record_batch::set_log_append_time(stored_bytes, now);
         }

@@ -28,6 +28,7 @@ use crate::controller::quorum::{active, QuorumConfig, QuorumError, QuorumNode, M
 use crate::controller::records::Endpoint;
 use crate::runtime::{self, Task, TcpListener};
 use crate::shard::cluster_admin::{self, ClusterAdmin};
+use crate::shard::replica_manager::{self, ReplicaManager, ReplicaSettings};
 use crate::shard::Shard;
 use crate::util::shutdown::ShutdownSignal;
 
@@ -225,8 +226,7 @@ pub async fn start(
             session_timeout_ms: kraft.session_timeout_ms,
             default_replication_factor: kraft.default_replication_factor,
             default_partitions: config.num_partitions,
-            // Not yet: issue 16.
-            followers_replicate: false,
+            followers_replicate: true,
             ..ControllerConfig::default()
         };
         // Sessions are checked twice per heartbeat interval: a silent broker is fenced
@@ -305,6 +305,26 @@ pub async fn start(
         tasks,
         shutdown,
     })
+}
+
+/// Starts the shard's replication (every shard): partitions lead or follow as the published
+/// metadata says, followers fetch, leaders ask the controller for ISR changes.
+pub fn start_replication(setup: &ClusterSetup, shard: &Rc<Shard>) -> Result<(), ClusterStartError> {
+    let kraft = &setup.kraft;
+    let mut voters: Vec<(BrokerId, String)> = Vec::new();
+    for v in &kraft.voters {
+        voters.push((v.id, resolve(&v.address)?.to_string()));
+    }
+    let settings = ReplicaSettings {
+        replica_lag_time_max_ms: kraft.replica_lag_time_max_ms,
+        replica_fetch_wait_max_ms: kraft.replica_fetch_wait_max_ms,
+        replica_fetch_max_bytes: kraft.replica_fetch_max_bytes,
+    };
+    let manager = Rc::new(ReplicaManager::new(kraft.node_id, settings, voters));
+    if shard.replicas.set(Rc::clone(&manager)).is_ok() {
+        replica_manager::start(shard, manager);
+    }
+    Ok(())
 }
 
 /// After every change of the applied metadata: copies its topics into the shards, then

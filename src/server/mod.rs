@@ -344,6 +344,7 @@ async fn shard_main(
     let mut cluster_tasks = None;
     if let Some(setup) = &cluster {
         let _ = shard.cluster.set(Arc::clone(&setup.published));
+        cluster::start_replication(setup, &shard).map_err(|e| e.to_string())?;
         if shard.id == 0 {
             let tasks = cluster::start(setup, &shard)
                 .await
@@ -462,6 +463,9 @@ async fn shard_main(
     tracing::info!(shard = shard.id, "shutting down: no new connections");
     shutdown.trigger();
     shard.close_groups();
+    if let Some(replicas) = shard.replicas.get() {
+        replicas.stop();
+    }
     if let Some(tasks) = cluster_tasks {
         tasks.stop().await;
     }

@@ -15,7 +15,9 @@ pub fn log_error(e: LogError) -> PartitionError {
         }
         LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
         LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
-        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+        LogError::OffsetOutOfRange { .. } | LogError::ReplicaGap { .. } => {
+            ResponseError::OffsetOutOfRange.code()
+        }
         LogError::DiskFull { .. }
         | LogError::Io { .. }
         | LogError::SyncFailed { .. }

@@ -173,6 +173,7 @@ impl Shard {
         let options = AppendOptions {
             durable: self.config.fsync_on_acks_all,
             now_ms: now,
+            leader_epoch: None,
         };
         let info = p.log.append(&batch, options).await?;
         p.notify_append();
@@ -448,6 +449,7 @@ impl Shard {
             let options = AppendOptions {
                 durable: true,
                 now_ms: now,
+                leader_epoch: None,
             };
             p.log.append(&batches, options).await?;
         }

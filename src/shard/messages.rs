@@ -39,6 +39,8 @@ pub enum ShardRequest {
     WaitForData {
         partitions: Vec<(String, i32, i64)>,
         timeout_ms: u64,
+        /// Wait for the log end (a follower) rather than the high watermark.
+        log_end: bool,
     },
     /// A consumer-group call for the coordinator on this shard.
     Group(crate::group::api::Call),
@@ -62,6 +64,19 @@ pub enum ShardReply {
     Metrics(Box<crate::metrics::snapshot::ShardMetrics>),
 }
 
+/// Who fetches: a consumer reads below the high watermark, a follower to the log end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchReader {
+    /// Replica id -1; `current_leader_epoch` -1 is not checked (Kafka's rule).
+    Consumer { current_leader_epoch: i32 },
+    /// A follower broker: its fetch offset is its log end, reported to the leader.
+    Replica {
+        id: i32,
+        current_leader_epoch: i32,
+        last_fetched_epoch: i32,
+    },
+}
+
 /// One partition operation, executed by the partition's owning shard.
 #[derive(Debug, Clone)]
 pub enum PartitionOp {
@@ -71,6 +86,9 @@ pub enum PartitionOp {
         records: Bytes,
         durable: bool,
         now_ms: i64,
+        /// acks=all waits for the in-sync replicas (cluster mode), at most `timeout_ms`.
+        acks_all: bool,
+        timeout_ms: u64,
     },
     Fetch {
         topic: String,
@@ -82,6 +100,7 @@ pub enum PartitionOp {
         /// there, nothing is read (empty records, that end as high watermark) and the caller
         /// keeps what it read before.
         known_end: Option<i64>,
+        reader: FetchReader,
     },
     /// timestamp: -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest
     /// tiered, else by timestamp. `max_num_offsets` asks for ListOffsets v0's answer instead
@@ -152,6 +171,11 @@ pub struct FetchedData {
     pub records: Bytes,
     pub high_watermark: i64,
     pub log_start_offset: i64,
+    /// Where this reader's view ends (the HW for a consumer, the log end for a follower):
+    /// a long poll waits for it to move.
+    pub read_end: i64,
+    /// A follower's log diverges from the leader's: (epoch, end offset) to truncate to.
+    pub diverging: Option<(i32, i64)>,
 }
 
 #[derive(Debug, Clone)]

@@ -21,8 +21,11 @@ pub mod offline;
 mod open_logs;
 pub mod partition;
 pub mod partition_dirs;
+mod partition_ops;
 pub mod producer_ids;
 pub mod recovery_summary;
+pub mod replica_manager;
+pub mod replica_role;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -34,7 +37,7 @@ use std::time::Duration;
 use crate::protocol::ResponseError;
 
 use crate::config::{topic_log_config, BrokerConfig};
-use crate::log::{partition_dir_name, AppendOptions};
+use crate::log::partition_dir_name;
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::exclusive::Exclusive;
@@ -42,7 +45,6 @@ use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
 pub use errors::{log_error, produce_error};
 use errors::{metadata_error, unavailable_result, unknown_partition_result};
-use fetch::fetch_from;
 use messages::{
     AdminError, AdminOp, MeshMessage, PartitionError, PartitionOp, PartitionResult, ShardReply,
     ShardRequest,
@@ -91,6 +93,8 @@ pub struct Shard {
     pub cluster: std::cell::OnceCell<Arc<crate::controller::published::PublishedCluster>>,
     /// Cluster mode, shard 0: where admin changes go (see [`cluster_admin`]).
     cluster_admin: std::cell::OnceCell<cluster_admin::ClusterAdmin>,
+    /// Cluster mode: this shard's replication (roles, fetchers, ISR changes).
+    pub replicas: std::cell::OnceCell<Rc<replica_manager::ReplicaManager>>,
 }
 
 impl Shard {
@@ -146,6 +150,7 @@ impl Shard {
             )),
             cluster: std::cell::OnceCell::new(),
             cluster_admin: std::cell::OnceCell::new(),
+            replicas: std::cell::OnceCell::new(),
         });
         let meta = shard.metadata();
         if id == 0 {
@@ -273,7 +278,8 @@ impl Shard {
             ShardRequest::WaitForData {
                 partitions,
                 timeout_ms,
-            } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms).await),
+                log_end,
+            } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms, log_end).await),
             ShardRequest::Group(call) => ShardReply::Group(self.run_group_call(call).await),
             ShardRequest::AllocateProducerIdBlock => {
                 ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
@@ -389,162 +395,6 @@ impl Shard {
             self.mark_offline(&p.topic, p.index, offline::OfflineCause::Failed(error))
                 .await;
         }
-    }
-
-    async fn execute_on(self: &Rc<Self>, p: &Rc<Partition>, op: PartitionOp) -> PartitionResult {
-        let p = Rc::clone(p);
-        match op {
-            PartitionOp::Produce {
-                records,
-                durable,
-                now_ms,
-                ..
-            } => {
-                let result = p.produce(&records, AppendOptions { durable, now_ms }).await;
-                PartitionResult::Produce(result.map_err(produce_error))
-            }
-            PartitionOp::Fetch {
-                offset,
-                max_bytes,
-                known_end,
-                ..
-            } => {
-                let limit = fetch_budget::ReadLimit {
-                    max_bytes,
-                    whole_first: true,
-                };
-                PartitionResult::Fetch(fetch_from(&p, offset, Some(limit), known_end).await)
-            }
-            PartitionOp::ListOffsets {
-                timestamp,
-                max_num_offsets: Some(max),
-                ..
-            } => PartitionResult::LegacyOffsets(Ok(p.log.legacy_offsets_before(
-                timestamp,
-                max,
-                runtime::now_ms(),
-            ))),
-            PartitionOp::ListOffsets { timestamp, .. } => {
-                let o = p.log.offsets();
-                let result = match timestamp {
-                    -1 => Ok((o.written_end_offset, -1)),
-                    // Earliest: without tiered storage the local log start is the log start.
-                    -2 | -4 => Ok((o.log_start_offset, -1)),
-                    // Latest tiered: nothing is tiered; Kafka answers offset -1.
-                    -5 => Ok((-1, -1)),
-                    -3 => Ok(p.log.max_timestamp().unwrap_or((-1, -1))),
-                    ts => p
-                        .log
-                        .offset_for_timestamp(ts)
-                        .await
-                        .map(|found| found.unwrap_or((-1, -1)))
-                        .map_err(log_error),
-                };
-                PartitionResult::ListOffsets(result)
-            }
-            PartitionOp::DeleteRecords { offset, .. } => {
-                let target = if offset == -1 {
-                    p.log.offsets().written_end_offset
-                } else {
-                    offset
-                };
-                PartitionResult::DeleteRecords(
-                    p.log.delete_records_before(target).await.map_err(log_error),
-                )
-            }
-            PartitionOp::Describe { producers, .. } => {
-                PartitionResult::Describe(Ok(partition::summary(&p, producers)))
-            }
-        }
-    }
-
-    /// Waits until one of `partitions` (topic, partition, offset) has data at or past its
-    /// offset, on whichever shards they live, or until `timeout`. Returns whether data came.
-    pub async fn wait_for_data(
-        self: &Rc<Self>,
-        partitions: Vec<(String, i32, i64)>,
-        timeout: Duration,
-    ) -> bool {
-        let meta = self.metadata();
-        let mut by_shard: HashMap<usize, Vec<(String, i32, i64)>> = HashMap::new();
-        for (t, p, o) in partitions {
-            if let Some(owner) = meta.shard_of(&t, p, self.count) {
-                by_shard.entry(owner).or_default().push((t, p, o));
-            }
-        }
-        if by_shard.is_empty() {
-            runtime::sleep(timeout).await;
-            return false;
-        }
-        let (tx, rx) = runtime::local_channel::<bool>(by_shard.len());
-        let tx = Rc::new(tx);
-        let waiting = by_shard.len();
-        let timeout_ms = timeout.as_millis() as u64;
-        for (owner, parts) in by_shard {
-            let shard = Rc::clone(self);
-            let tx_clone = Rc::clone(&tx);
-            runtime::spawn_detached(async move {
-                let got = if owner == shard.id {
-                    shard.wait_local(&parts, timeout_ms).await
-                } else {
-                    matches!(
-                        shard
-                            .request(
-                                owner,
-                                ShardRequest::WaitForData {
-                                    partitions: parts,
-                                    timeout_ms,
-                                },
-                            )
-                            .await,
-                        Some(ShardReply::DataAvailable(true))
-                    )
-                };
-                let _ = tx_clone.send(got).await;
-            });
-        }
-        drop(tx);
-        let first_data = async {
-            for _ in 0..waiting {
-                match rx.recv().await {
-                    Some(true) => return true,
-                    Some(false) => {}
-                    None => return false,
-                }
-            }
-            false
-        };
-        // Bounded even if a shard never answers (it may be stopping).
-        let deadline = async {
-            runtime::sleep(timeout + Duration::from_millis(50)).await;
-            false
-        };
-        futures_lite::future::or(first_data, deadline).await
-    }
-
-    async fn wait_local(&self, partitions: &[(String, i32, i64)], timeout_ms: u64) -> bool {
-        let (waker, woken) = partition::AppendWaker::new();
-        let mut watching = false;
-        for (t, i, offset) in partitions {
-            let Some(p) = self.partition(t, *i) else {
-                continue;
-            };
-            if p.log.offsets().written_end_offset > *offset {
-                return true;
-            }
-            p.watch_appends(&waker);
-            watching = true;
-        }
-        if !watching {
-            return false;
-        }
-        let appended = async { woken.await.is_some() };
-        let timeout = async {
-            runtime::sleep(Duration::from_millis(timeout_ms)).await;
-            false
-        };
-        // Dropping `waker` on return unregisters it from every partition.
-        futures_lite::future::or(appended, timeout).await
     }
 
     /// Applies a metadata change: on shard 0 directly, elsewhere by asking shard 0.

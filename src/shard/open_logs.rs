@@ -112,7 +112,13 @@ impl Shard {
         let log = Log::open(&dir, log_config)
             .await
             .map_err(OfflineCause::Open)?;
-        let partition = Partition::new(topic.name.clone(), index, log);
+        let partition = if self.config.is_cluster_mode() {
+            let p = Partition::replicated(topic.name.clone(), index, log);
+            p.load_epochs().await.map_err(OfflineCause::Open)?;
+            p
+        } else {
+            Partition::new(topic.name.clone(), index, log)
+        };
         // On failure the log is dropped, not closed: a clean-shutdown marker would make the
         // next start trust a log that just failed to load.
         let producers = partition

@@ -6,8 +6,10 @@ use std::rc::{Rc, Weak};
 
 use crate::idempotence::append::{self, ProduceError, ProducerLoad, ProducerStates};
 use crate::log::{record_check, AppendInfo, AppendOptions, Log, LogError};
+use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::runtime;
 use crate::shard::messages::{ActiveProducer, PartitionSummary};
+use crate::shard::replica_role::{FollowerView, ReplicaRole};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 
@@ -52,6 +54,12 @@ pub struct Partition {
     snapshot_segment: Cell<i64>,
     /// Produces whose records are being checked (see [`Partition::produce`]), one at a time.
     checking: Exclusive,
+    /// Leader, follower or a single node's (see [`super::replica_role`]).
+    pub(super) role: RefCell<ReplicaRole>,
+    /// `leader-epoch-checkpoint`: where each leader epoch starts in this log.
+    pub(super) epochs: RefCell<LeaderEpochCache>,
+    /// acks=all produces waiting for the HW to move (or the role to change).
+    pub(super) hw_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
 }
 
 impl Partition {
@@ -65,7 +73,17 @@ impl Partition {
             corrupt_logged_at: Cell::new(None),
             snapshot_segment: Cell::new(-1),
             checking: Exclusive::new(),
+            role: RefCell::new(ReplicaRole::Alone),
+            epochs: RefCell::new(LeaderEpochCache::new()),
+            hw_waiters: RefCell::new(Vec::new()),
         }
+    }
+
+    /// A partition of a cluster: it serves nothing until the metadata names its leader.
+    pub fn replicated(topic: String, index: i32, log: Log) -> Self {
+        let p = Partition::new(topic, index, log);
+        *p.role.borrow_mut() = ReplicaRole::Follower(FollowerView::unassigned());
+        p
     }
 
     /// Logs a read that found corrupt data, once per fetch offset.

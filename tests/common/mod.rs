@@ -122,6 +122,7 @@ pub fn opts(durable: bool) -> AppendOptions {
     AppendOptions {
         durable,
         now_ms: ringbroker::runtime::now_ms(),
+        leader_epoch: None,
     }
 }
 

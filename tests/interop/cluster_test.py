@@ -185,9 +185,9 @@ def check_create():
     spread = {leader for (_, leader, _, _) in seen[1]}
     rep.check(len(spread) == 4, "8 partitions are led by all 4 brokers", spread)
     kp = cluster_metadata(1, "kp-orders").topics["kp-orders"]
-    reps = [(len(m.replicas), m.isrs == [m.leader]) for m in kp.partitions.values()]
-    # No follower replicates yet (issue 16): the leader alone is in sync.
-    rep.equal(reps, [(2, True)] * 4, "kp-orders has 2 replicas per partition, ISR = [leader]")
+    reps = [(len(m.replicas), sorted(m.isrs) == sorted(m.replicas)) for m in kp.partitions.values()]
+    # Both replicas are in sync from the start (a new partition's replicas are all live).
+    rep.equal(reps, [(2, True)] * 4, "kp-orders has 2 replicas per partition, both in the ISR")
 
 
 def check_admin():

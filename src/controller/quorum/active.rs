@@ -15,6 +15,7 @@ use super::node::{ProposeError, QuorumNode};
 use super::server::BrokerCall;
 use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::active_controller::{ActiveController, ControllerConfig};
+use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
 use crate::controller::ids::MetadataOffset;
 use crate::controller::records::MetadataRecord;
@@ -139,6 +140,7 @@ async fn answer(
             changes,
             validate_only,
         } => topic_changes(node, controller, &changes, validate_only).await,
+        ControllerRequest::AlterPartition(r) => alter_partition(node, controller, &r).await,
         // Raft's own requests never come this way (server.rs answers them).
         _ => refused("not a broker request", -1),
     }
@@ -213,5 +215,43 @@ async fn topic_changes(
         Err(ProposeError::NotLeader(n)) => ControllerResponse::NotController { leader: n.leader },
         // REQUEST_TIMED_OUT: the change may still commit; the client retries and sees it.
         Err(e) => refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
+    }
+}
+
+/// An ISR change asked for by a leader: decided as a compare-and-set on its epochs, proposed,
+/// and answered with the partition as committed.
+async fn alter_partition(
+    node: &QuorumNode,
+    controller: &mut ActiveController,
+    request: &AlterPartitionRequest,
+) -> ControllerResponse {
+    let records = match controller.alter_partition(&node.view().get(), request) {
+        Ok(records) => records,
+        Err(e) => return refused(&e, e.code()),
+    };
+    if !records.is_empty() {
+        match propose_at(node, records).await {
+            Ok(_) => {}
+            Err(ProposeError::NotLeader(n)) => {
+                return ControllerResponse::NotController { leader: n.leader }
+            }
+            Err(e) => return refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
+        }
+    }
+    let meta = node.view().get();
+    let partition = meta
+        .topic(request.topic_id)
+        .and_then(|t| t.partitions.get(request.partition as usize));
+    match partition {
+        Some(p) => ControllerResponse::PartitionState {
+            isr: p.isr.clone(),
+            leader: p.leader,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+        },
+        None => refused(
+            "the partition no longer exists",
+            crate::protocol::ResponseError::UnknownTopicOrPartition.code(),
+        ),
     }
 }

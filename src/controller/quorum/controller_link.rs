@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use super::network::ControllerClient;
 use super::state_machine::MetadataView;
 use super::wire::{ControllerRequest, ControllerResponse};
+use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::ids::{BrokerId, MetadataOffset};
+use crate::controller::ids::{BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use crate::controller::topic_changes::{ChangeRefused, TopicChange};
 use crate::runtime;
 use crate::util::shutdown::ShutdownSignal;
@@ -34,6 +35,15 @@ pub struct ChangesAnswer {
     pub results: Vec<Result<(), ChangeRefused>>,
     /// The offset to wait for before answering the client.
     pub committed: Option<MetadataOffset>,
+}
+
+/// A partition as the controller committed it, in answer to an AlterPartition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedPartition {
+    pub isr: Vec<BrokerId>,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: LeaderEpoch,
+    pub partition_epoch: PartitionEpoch,
 }
 
 pub struct ControllerLink {
@@ -100,15 +110,50 @@ impl ControllerLink {
             changes,
             validate_only,
         };
+        match self.call_controller(&request, within).await? {
+            ControllerResponse::TopicChanges { results, committed } => {
+                Ok(ChangesAnswer { results, committed })
+            }
+            _ => Err(ForwardError::NoController(within)),
+        }
+    }
+
+    /// Asks the active controller for an ISR change; the answer is the partition as committed.
+    pub async fn alter_partition(
+        &self,
+        request: AlterPartitionRequest,
+        within: Duration,
+    ) -> Result<CommittedPartition, ForwardError> {
+        let request = ControllerRequest::AlterPartition(request);
+        match self.call_controller(&request, within).await? {
+            ControllerResponse::PartitionState {
+                isr,
+                leader,
+                leader_epoch,
+                partition_epoch,
+            } => Ok(CommittedPartition {
+                isr,
+                leader,
+                leader_epoch,
+                partition_epoch,
+            }),
+            _ => Err(ForwardError::NoController(within)),
+        }
+    }
+
+    /// Sends `request` to the active controller (following NotController hints) within
+    /// `within`; a refusal is an error, any other answer is the controller's.
+    async fn call_controller(
+        &self,
+        request: &ControllerRequest,
+        within: Duration,
+    ) -> Result<ControllerResponse, ForwardError> {
         let started = Instant::now();
         let n = self.voters.len().max(1);
         while started.elapsed() < within {
             let index = self.target.get() % n;
             let left = within.saturating_sub(started.elapsed()).min(CALL_TIMEOUT);
-            match self.call_voter(index, &request, left).await {
-                Some(ControllerResponse::TopicChanges { results, committed }) => {
-                    return Ok(ChangesAnswer { results, committed })
-                }
+            match self.call_voter(index, request, left).await {
                 Some(ControllerResponse::Refused { code, message }) => {
                     return Err(ForwardError::Refused(ChangeRefused { code, message }))
                 }
@@ -119,7 +164,10 @@ impl ControllerLink {
                     self.target.set(next.unwrap_or(index + 1));
                     continue;
                 }
-                _ => self.target.set((index + 1) % n),
+                Some(ControllerResponse::NotController { .. }) | None => {
+                    self.target.set((index + 1) % n)
+                }
+                Some(answer) => return Ok(answer),
             }
             // No leader known (an election): do not spin through the voters.
             runtime::sleep(Duration::from_millis(50)).await;

@@ -100,7 +100,8 @@ async fn answer(ctx: &ServerContext, request: ControllerRequest) -> ControllerRe
         }
         broker @ (ControllerRequest::RegisterBroker(_)
         | ControllerRequest::BrokerHeartbeat(_)
-        | ControllerRequest::TopicChanges { .. }) => {
+        | ControllerRequest::TopicChanges { .. }
+        | ControllerRequest::AlterPartition(_)) => {
             let not_controller = || ControllerResponse::NotController {
                 leader: ctx.raft.metrics().borrow().current_leader,
             };

@@ -17,9 +17,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::MetadataRaft;
+use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat, HeartbeatReply};
 use crate::controller::cluster_metadata::MetadataSnapshot;
-use crate::controller::ids::{BrokerEpoch, BrokerId, MetadataOffset};
+use crate::controller::ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use crate::controller::topic_changes::{ChangeRefused, TopicChange};
 
 /// The largest frame either side accepts. Snapshot chunks are the largest messages
@@ -46,6 +47,8 @@ pub enum ControllerRequest {
         after: Option<MetadataOffset>,
         wait_ms: u64,
     },
+    /// A partition leader asks for an ISR change (Kafka's AlterPartition).
+    AlterPartition(AlterPartitionRequest),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -69,6 +72,14 @@ pub enum ControllerResponse {
     },
     /// `None`: nothing was applied past `after` within the wait.
     Metadata(Option<MetadataSnapshot>),
+    /// The partition as committed after an AlterPartition (the asked-for ISR, or an equal
+    /// one that needed no record).
+    PartitionState {
+        isr: Vec<BrokerId>,
+        leader: Option<BrokerId>,
+        leader_epoch: LeaderEpoch,
+        partition_epoch: PartitionEpoch,
+    },
     /// This node is not the active controller; `leader` is the one it knows of.
     NotController {
         leader: Option<BrokerId>,

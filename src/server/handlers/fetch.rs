@@ -34,7 +34,7 @@ use crate::shard::fetch_budget::FetchBudget;
 use crate::shard::fetch_session::{
     Plan, Position, ReadOutcome, SessionPartition, FINAL_EPOCH, NO_SESSION,
 };
-use crate::shard::messages::{PartitionOp, PartitionResult};
+use crate::shard::messages::{FetchReader, PartitionOp, PartitionResult};
 
 /// Upper bound on one long poll, whatever the client asks.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
@@ -54,7 +54,13 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
     };
     let mut request = request;
     let shard = req.shard;
-    let plan = match begin_session(req, &mut request) {
+    let replica = replica_of(&request, req.version());
+    let plan = match replica {
+        // A follower's fetches are full ones (CLUSTER.md): no session.
+        Some(_) => Ok(Plan::Sessionless),
+        None => begin_session(req, &mut request),
+    };
+    let plan = match plan {
         Ok(plan) => plan,
         Err(code) => {
             let mut response = FetchResponse::default();
@@ -86,7 +92,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
     let mut last_look = false;
     let mut results: Vec<PartitionResult> = Vec::new();
     loop {
-        let ops = fetch_ops(&request, &names, &results);
+        let ops = fetch_ops(&request, &names, &results, replica);
         let fresh = shard.run_fetch_ops(ops, max_bytes).await;
         results = if results.is_empty() {
             fresh
@@ -108,7 +114,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
         if satisfied || last_look || now >= deadline {
             return build_response(req, &request, &names, results, max_bytes, &plan);
         }
-        let waits = fetch_ops(&request, &names, &results)
+        let waits = fetch_ops(&request, &names, &results, replica)
             .into_iter()
             .filter_map(|op| match op {
                 // Wait for data past what was read already, not past the fetch offset:
@@ -124,10 +130,23 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
                 _ => None,
             })
             .collect();
-        let arrived = shard.wait_for_data(waits, deadline - now).await;
+        let arrived = shard
+            .wait_for_data(waits, deadline - now, replica.is_some())
+            .await;
         metrics::record_stage(Stage::FetchWait, now.elapsed());
         last_look = !arrived && Instant::now() >= deadline;
     }
+}
+
+/// The broker id of a follower's fetch (replica id ≥ 0; in `ReplicaState` from v15), or
+/// `None` for a consumer.
+fn replica_of(request: &FetchRequest, version: i16) -> Option<i32> {
+    let id = if version >= 15 {
+        request.replica_state.replica_id.0
+    } else {
+        request.replica_id.0
+    };
+    (id >= 0).then_some(id)
 }
 
 /// The response's byte budget: the request's `max_bytes` (0 or less: none given) capped by
@@ -146,13 +165,24 @@ fn fetch_ops(
     request: &FetchRequest,
     names: &[String],
     previous: &[PartitionResult],
+    replica: Option<i32>,
 ) -> Vec<PartitionOp> {
     let mut ops = Vec::new();
     for (topic, name) in request.topics.iter().zip(names) {
         for p in &topic.partitions {
             let known_end = match previous.get(ops.len()) {
-                Some(PartitionResult::Fetch(Ok(d))) => Some(d.high_watermark),
+                Some(PartitionResult::Fetch(Ok(d))) => Some(d.read_end),
                 _ => None,
+            };
+            let reader = match replica {
+                Some(id) => FetchReader::Replica {
+                    id,
+                    current_leader_epoch: p.current_leader_epoch,
+                    last_fetched_epoch: p.last_fetched_epoch,
+                },
+                None => FetchReader::Consumer {
+                    current_leader_epoch: p.current_leader_epoch,
+                },
             };
             ops.push(PartitionOp::Fetch {
                 topic: name.clone(),
@@ -160,6 +190,7 @@ fn fetch_ops(
                 offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
                 known_end,
+                reader,
             });
         }
     }
@@ -177,7 +208,9 @@ fn keep_unchanged(
         .zip(fresh)
         .map(|(old, new)| match (&old, &new) {
             (PartitionResult::Fetch(Ok(o)), PartitionResult::Fetch(Ok(n)))
-                if n.records.is_empty() && n.high_watermark == o.high_watermark =>
+                if n.records.is_empty()
+                    && n.read_end == o.read_end
+                    && n.high_watermark == o.high_watermark =>
             {
                 old
             }
@@ -241,6 +274,10 @@ fn build_response(
                 Some(PartitionResult::Fetch(Ok(data))) => {
                     d.high_watermark = data.high_watermark;
                     d.last_stable_offset = data.high_watermark;
+                    if let Some((epoch, end_offset)) = data.diverging {
+                        d.diverging_epoch.epoch = epoch;
+                        d.diverging_epoch.end_offset = end_offset;
+                    }
                     if req.version() >= 5 {
                         d.log_start_offset = data.log_start_offset;
                     }

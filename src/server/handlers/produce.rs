@@ -77,6 +77,8 @@ pub async fn handle_legacy(req: &Request<'_>) -> Result<Option<Bytes>, HandlerEr
                         records: Bytes::from(converted.batch),
                         durable,
                         now_ms,
+                        acks_all: acks == -1,
+                        timeout_ms: request.timeout_ms.max(0) as u64,
                     });
                 }
                 Err(e) => {
@@ -166,6 +168,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
                 records,
                 durable,
                 now_ms,
+                acks_all: acks == -1,
+                timeout_ms: request.timeout_ms.max(0) as u64,
             });
             slots.push((ti, pi));
         }

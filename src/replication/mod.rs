@@ -1,0 +1,8 @@
+//! Partition replication as Kafka does it (../shared/CLUSTER.md, "Replication"): the pure
+//! state machines (the epoch cache, the leader's view of its replicas) and the follower's
+//! connection to leaders. The partitions' roles live in `shard::replica_role`, the fetchers
+//! and ISR changes in `shard::replica_manager`.
+
+pub mod epoch_cache;
+pub mod leader_state;
+pub mod replica_client;

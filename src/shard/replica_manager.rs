@@ -1,0 +1,372 @@
+//! Cluster mode, on every shard: the partitions' roles follow the published metadata, the
+//! shard's followers fetch from their leaders, and leaders' ISR changes go to the controller
+//! (Kafka's ReplicaManager, AlterPartitionManager and fetcher threads, one set per shard).
+//!
+//! - **Roles**: after each publication, every partition this shard hosts leads or follows as
+//!   the controller says ([`Partition::lead`], [`Partition::follow`]).
+//! - **Fetchers**: one task per leader broker, sending one long-poll Fetch (v12: replica id,
+//!   `LastFetchedEpoch`, `DivergingEpoch`) for all of this shard's partitions that broker
+//!   leads; a diverging answer truncates, records are appended as the leader has them.
+//! - **ISR changes**: proposals (expansion when a follower caught up, shrink when one fell
+//!   behind `replica.lag.time.max.ms`) are sent as AlterPartition, one in flight per
+//!   partition (the leader state keeps to that), and applied when committed.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::partition::Partition;
+use super::Shard;
+use crate::controller::alter_partition::AlterPartitionRequest;
+use crate::controller::cluster_metadata::ClusterMetadata;
+use crate::controller::ids::BrokerId;
+use crate::controller::published::ClusterSummary;
+use crate::controller::quorum::controller_link::ControllerLink;
+use crate::replication::leader_state::{IsrProposal, LeaderConfig};
+use crate::replication::replica_client::ReplicaClient;
+use crate::runtime;
+use crate::util::shutdown::ShutdownSignal;
+
+/// The Fetch version followers send: the first with `LastFetchedEpoch` and
+/// `DivergingEpoch`, still naming topics (v13 names them by id).
+const REPLICA_FETCH_VERSION: i16 = 12;
+/// How often the published metadata is looked at for role changes.
+const ROLE_POLL: Duration = Duration::from_millis(50);
+/// A fetcher's pause after a failed round (connection refused, an error answer).
+const FETCH_BACKOFF: Duration = Duration::from_millis(100);
+/// How long an AlterPartition may take (the controller may be electing).
+const ALTER_PARTITION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The replication settings (Kafka's names).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplicaSettings {
+    pub replica_lag_time_max_ms: u64,
+    pub replica_fetch_wait_max_ms: u64,
+    pub replica_fetch_max_bytes: u64,
+}
+
+pub struct ReplicaManager {
+    me: BrokerId,
+    settings: ReplicaSettings,
+    /// This shard's own line to the controller (AlterPartition).
+    link: ControllerLink,
+    /// Leaders with a fetcher task running.
+    fetching_from: RefCell<HashSet<BrokerId>>,
+    /// The summary the roles were last applied from.
+    applied: RefCell<Option<Arc<ClusterSummary>>>,
+    last_shrink_check_ms: Cell<i64>,
+    shutdown: Rc<ShutdownSignal>,
+}
+
+impl ReplicaManager {
+    pub fn new(
+        me: BrokerId,
+        settings: ReplicaSettings,
+        voters: Vec<(BrokerId, String)>,
+    ) -> ReplicaManager {
+        ReplicaManager {
+            me,
+            settings,
+            link: ControllerLink::new(voters),
+            fetching_from: RefCell::new(HashSet::new()),
+            applied: RefCell::new(None),
+            last_shrink_check_ms: Cell::new(0),
+            shutdown: Rc::new(ShutdownSignal::new()),
+        }
+    }
+
+    pub fn stop(&self) {
+        self.shutdown.trigger();
+    }
+
+    fn leader_config(&self, p: &Partition) -> LeaderConfig {
+        LeaderConfig {
+            min_insync_replicas: p.log.config().min_insync_replicas.max(1) as usize,
+            replica_lag_time_max_ms: self.settings.replica_lag_time_max_ms as i64,
+        }
+    }
+}
+
+/// Starts the shard's replica manager: the role loop, which starts fetchers as needed.
+pub fn start(shard: &Rc<Shard>, manager: Rc<ReplicaManager>) {
+    let shard = Rc::clone(shard);
+    runtime::spawn_detached(async move {
+        while !manager.shutdown.is_triggered() {
+            apply_roles(&shard, &manager).await;
+            check_shrinks(&shard, &manager);
+            futures_lite::future::or(runtime::sleep(ROLE_POLL), manager.shutdown.wait()).await;
+        }
+    });
+}
+
+/// Leads or follows each hosted partition as the latest published metadata says.
+async fn apply_roles(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
+    let Some(summary) = shard.published_summary() else {
+        return;
+    };
+    let unchanged = manager
+        .applied
+        .borrow()
+        .as_ref()
+        .is_some_and(|a| Arc::ptr_eq(a, &summary));
+    if unchanged {
+        return;
+    }
+    let now = runtime::now_ms();
+    for p in shard.owned_partitions() {
+        let Some(state) = summary.metadata.partition_by_name(&p.topic, p.index) else {
+            continue;
+        };
+        if state.leader == Some(manager.me) {
+            if let Err(e) = p
+                .lead(manager.me, state, manager.leader_config(&p), now)
+                .await
+            {
+                tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader");
+            }
+        } else {
+            p.follow(state.leader, state.leader_epoch);
+            if let Some(leader) = state.leader {
+                ensure_fetcher(shard, manager, leader);
+            }
+        }
+    }
+    *manager.applied.borrow_mut() = Some(summary);
+}
+
+/// Every half `replica.lag.time.max.ms` (Kafka's ISR expiration task), leaders look for
+/// members that fell behind.
+fn check_shrinks(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
+    let now = runtime::now_ms();
+    let every = (manager.settings.replica_lag_time_max_ms / 2).max(1) as i64;
+    if now - manager.last_shrink_check_ms.get() < every {
+        return;
+    }
+    manager.last_shrink_check_ms.set(now);
+    for p in shard.owned_partitions() {
+        if let Some(proposal) = p.check_isr_shrink(now) {
+            submit_isr_change(shard, manager, &p, proposal);
+        }
+    }
+}
+
+impl Shard {
+    /// Hands a leader's ISR proposal to this shard's replica manager.
+    pub(super) fn submit_isr_change(self: &Rc<Self>, p: &Rc<Partition>, proposal: IsrProposal) {
+        match self.replicas.get() {
+            Some(manager) => submit_isr_change(self, manager, p, proposal),
+            None => p.isr_rejected(proposal.leader_epoch),
+        }
+    }
+}
+
+/// Sends an ISR change to the controller and applies its answer (in the background).
+fn submit_isr_change(
+    shard: &Rc<Shard>,
+    manager: &Rc<ReplicaManager>,
+    p: &Rc<Partition>,
+    proposal: IsrProposal,
+) {
+    let Some(summary) = shard.published_summary() else {
+        p.isr_rejected(proposal.leader_epoch);
+        return;
+    };
+    let meta = &summary.metadata;
+    let (Some(topic), Some(me)) = (meta.topic_by_name(&p.topic), meta.broker(manager.me)) else {
+        p.isr_rejected(proposal.leader_epoch);
+        return;
+    };
+    let request = AlterPartitionRequest {
+        broker_id: manager.me,
+        broker_epoch: me.epoch,
+        topic_id: topic.id,
+        partition: p.index as u32,
+        leader_epoch: proposal.leader_epoch,
+        partition_epoch: proposal.partition_epoch,
+        new_isr: proposal.new_isr.clone(),
+    };
+    let (manager, p) = (Rc::clone(manager), Rc::clone(p));
+    runtime::spawn_detached(async move {
+        tracing::info!(topic = %p.topic, partition = p.index, isr = ?request.new_isr, "asking the controller for an ISR change");
+        match manager
+            .link
+            .alter_partition(request, ALTER_PARTITION_TIMEOUT)
+            .await
+        {
+            Ok(c) if c.leader == Some(manager.me) && c.leader_epoch == proposal.leader_epoch => {
+                p.isr_committed(proposal.leader_epoch, c.isr, c.partition_epoch);
+            }
+            outcome => {
+                tracing::info!(topic = %p.topic, partition = p.index, ?outcome, "ISR change not applied");
+                // Not at once: the next fetch would propose the same change again.
+                runtime::sleep(FETCH_BACKOFF).await;
+                p.isr_rejected(proposal.leader_epoch);
+            }
+        }
+    });
+}
+
+fn ensure_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: BrokerId) {
+    if !manager.fetching_from.borrow_mut().insert(leader) {
+        return;
+    }
+    let (shard, manager) = (Rc::clone(shard), Rc::clone(manager));
+    runtime::spawn_detached(async move {
+        run_fetcher(&shard, &manager, leader).await;
+        manager.fetching_from.borrow_mut().remove(&leader);
+    });
+}
+
+/// The address clients use for `broker`, from its registration.
+fn broker_addr(meta: &ClusterMetadata, broker: BrokerId) -> Option<SocketAddr> {
+    let e = meta.broker(broker)?.endpoints.first()?;
+    (e.host.as_str(), e.port).to_socket_addrs().ok()?.next()
+}
+
+/// Fetches from `leader` while this shard follows it for any partition.
+async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: BrokerId) {
+    let mut client: Option<ReplicaClient> = None;
+    let mut idle_rounds = 0u32;
+    while !manager.shutdown.is_triggered() {
+        let partitions: Vec<Rc<Partition>> = shard
+            .owned_partitions()
+            .into_iter()
+            .filter(|p| p.follower_view().is_some_and(|f| f.leader == Some(leader)))
+            .collect();
+        if partitions.is_empty() {
+            idle_rounds += 1;
+            // Nothing to fetch for a while: the task ends; a new leadership starts another.
+            if idle_rounds > 20 {
+                return;
+            }
+            runtime::sleep(FETCH_BACKOFF).await;
+            continue;
+        }
+        idle_rounds = 0;
+        let Some(addr) = shard
+            .published_summary()
+            .and_then(|s| broker_addr(&s.metadata, leader))
+        else {
+            runtime::sleep(FETCH_BACKOFF).await;
+            continue;
+        };
+        if client.as_ref().is_none_or(|c| c.addr() != addr) {
+            let id = format!("ringbroker-replica-{}", manager.me.0);
+            match ReplicaClient::connect(addr, &id, Duration::from_secs(2)).await {
+                Ok(c) => client = Some(c),
+                Err(e) => {
+                    tracing::debug!(leader = leader.0, error = %e, "cannot reach the leader");
+                    runtime::sleep(FETCH_BACKOFF).await;
+                    continue;
+                }
+            }
+        }
+        let Some(c) = client.as_mut() else { continue };
+        let request = fetch_request(manager, &partitions);
+        let wait = Duration::from_millis(manager.settings.replica_fetch_wait_max_ms);
+        let answer: Result<FetchResponse, _> = c
+            .call(
+                ApiKey::Fetch,
+                REPLICA_FETCH_VERSION,
+                &request,
+                wait + Duration::from_secs(5),
+            )
+            .await;
+        let ok = match answer {
+            Ok(response) => apply_response(&partitions, response).await,
+            Err(e) => {
+                tracing::debug!(leader = leader.0, error = %e, "replica fetch failed");
+                client = None;
+                false
+            }
+        };
+        if !ok {
+            futures_lite::future::or(runtime::sleep(FETCH_BACKOFF), manager.shutdown.wait()).await;
+        }
+    }
+}
+
+fn fetch_request(manager: &ReplicaManager, partitions: &[Rc<Partition>]) -> FetchRequest {
+    let mut by_topic: HashMap<&str, Vec<FetchPartition>> = HashMap::new();
+    for p in partitions {
+        let view = p.follower_view();
+        let mut f = FetchPartition::default();
+        f.partition = p.index;
+        f.fetch_offset = p.log.offsets().written_end_offset;
+        f.current_leader_epoch = view.map_or(-1, |v| v.leader_epoch.0);
+        f.last_fetched_epoch = p.epoch_cache().latest_epoch().map_or(-1, |e| e.0);
+        f.log_start_offset = -1;
+        f.partition_max_bytes = manager
+            .settings
+            .replica_fetch_max_bytes
+            .min(i32::MAX as u64) as i32;
+        by_topic.entry(p.topic.as_str()).or_default().push(f);
+    }
+    let mut request = FetchRequest::default();
+    request.replica_id = WireBrokerId(manager.me.0);
+    request.max_wait_ms = manager.settings.replica_fetch_wait_max_ms as i32;
+    request.min_bytes = 1;
+    request.max_bytes = 10 << 20;
+    request.isolation_level = 0;
+    request.session_id = 0;
+    request.session_epoch = -1;
+    for (topic, partitions) in by_topic {
+        let mut t = FetchTopic::default();
+        t.topic = TopicName(StrBytes::from_string(topic.to_string()));
+        t.partitions = partitions;
+        request.topics.push(t);
+    }
+    request
+}
+
+/// Applies one response; false when every partition was refused (the fetcher backs off).
+async fn apply_response(partitions: &[Rc<Partition>], response: FetchResponse) -> bool {
+    if response.error_code != 0 {
+        tracing::debug!(code = response.error_code, "replica fetch refused");
+        return false;
+    }
+    // An empty answer (the long poll ran out) is fine; only refusals of every partition
+    // make the fetcher pause.
+    let mut answered = false;
+    let now = runtime::now_ms();
+    for t in response.responses {
+        for d in t.partitions {
+            let Some(p) = partitions
+                .iter()
+                .find(|p| p.topic == t.topic.0.as_str() && p.index == d.partition_index)
+            else {
+                continue;
+            };
+            if d.error_code != 0 {
+                tracing::debug!(topic = %p.topic, partition = p.index, code = d.error_code, "replica fetch of a partition refused");
+                continue;
+            }
+            answered = true;
+            if d.diverging_epoch.epoch >= 0 {
+                match p.truncate_diverging(d.diverging_epoch.end_offset).await {
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "truncation failed")
+                    }
+                }
+                continue;
+            }
+            let records = d.records.unwrap_or_default();
+            match p.append_replicated(&records, d.high_watermark, now).await {
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "appending replicated batches failed")
+                }
+            }
+        }
+    }
+    answered
+}

@@ -1,0 +1,528 @@
+//! A hosted partition's part in replication (cluster mode): leader or follower, as the
+//! controller's metadata says (CLUSTER.md, "Replication").
+//!
+//! - A **leader** stamps its epoch into every batch, tracks its followers' fetch offsets in
+//!   [`LeaderState`] (pure), moves the high watermark, answers acks=all produces once the HW
+//!   passes them, and hands ISR changes to propose to the replica manager.
+//! - A **follower** appends the leader's batches as they are (offsets, epochs), rebuilds the
+//!   idempotent producers from their headers, and keeps HW = min(leader's HW, own LEO).
+//! - Consumers read below the HW only; on a single node ([`ReplicaRole::Alone`]) the HW is
+//!   the written end, as before replication existed.
+//!
+//! The epoch cache (`leader-epoch-checkpoint`) is written durably before a new leader's first
+//! append and whenever a follower's batches start a new epoch.
+
+use std::time::Duration;
+
+use crate::controller::cluster_metadata::PartitionState;
+use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::log::{AppendOptions, LogError};
+use crate::protocol::record_batch::BatchHeader;
+use crate::protocol::ResponseError;
+use crate::replication::epoch_cache::{self, LeaderEpochCache};
+use crate::replication::leader_state::{AcksAllStatus, IsrProposal, LeaderConfig, LeaderState};
+use crate::runtime;
+use crate::util::local_oneshot;
+
+use super::messages::PartitionError;
+use super::partition::Partition;
+
+/// What this broker is for a partition.
+pub enum ReplicaRole {
+    /// A single-node broker: no replication, everything written is visible.
+    Alone,
+    Leader(Box<LeaderState>),
+    Follower(FollowerView),
+}
+
+/// A follower's view of its partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerView {
+    /// `None` while the partition has no leader.
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: LeaderEpoch,
+    pub high_watermark: i64,
+}
+
+impl FollowerView {
+    /// A cluster-mode partition before the metadata named its leader.
+    pub fn unassigned() -> FollowerView {
+        FollowerView {
+            leader: None,
+            leader_epoch: LeaderEpoch(-1),
+            high_watermark: 0,
+        }
+    }
+}
+
+/// The leader's answer to a follower's fetch of one partition, before the read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaFetchCheck {
+    /// The follower's log diverges: it must truncate to `end_offset` of `epoch` (Fetch v12+
+    /// `DivergingEpoch`); nothing is read.
+    pub diverging: Option<(i32, i64)>,
+    pub high_watermark: i64,
+    /// An ISR expansion to propose to the controller.
+    pub propose: Option<IsrProposal>,
+}
+
+fn not_leader(topic: &str, index: i32) -> PartitionError {
+    PartitionError::new(
+        ResponseError::NotLeaderOrFollower.code(),
+        format!("this broker does not lead {topic}-{index}"),
+    )
+}
+
+/// Kafka's fencing of a request's `current_leader_epoch` against the leader's.
+fn check_epoch(given: i32, mine: i32) -> Result<(), PartitionError> {
+    if given >= 0 && given < mine {
+        return Err(PartitionError::new(
+            ResponseError::FencedLeaderEpoch.code(),
+            format!("leader epoch {given} is older than {mine}"),
+        ));
+    }
+    if given > mine {
+        return Err(PartitionError::new(
+            ResponseError::UnknownLeaderEpoch.code(),
+            format!("leader epoch {given} is newer than {mine}"),
+        ));
+    }
+    Ok(())
+}
+
+impl Partition {
+    /// One past the last offset consumers may read: the HW.
+    pub fn high_watermark(&self) -> i64 {
+        let written = self.log.offsets().written_end_offset;
+        match &*self.role.borrow() {
+            ReplicaRole::Alone => written,
+            ReplicaRole::Leader(l) => l.high_watermark().min(written),
+            ReplicaRole::Follower(f) => f.high_watermark.min(written),
+        }
+    }
+
+    /// A consumer's view of the leader epoch against ours (Kafka's fencing): older is
+    /// FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; -1 is not checked.
+    pub fn check_consumer_epoch(&self, current_leader_epoch: i32) -> Result<(), PartitionError> {
+        let mine = match &*self.role.borrow() {
+            ReplicaRole::Alone => return Ok(()),
+            ReplicaRole::Leader(l) => l.leader_epoch().0,
+            ReplicaRole::Follower(_) => return Err(not_leader(&self.topic, self.index)),
+        };
+        check_epoch(current_leader_epoch, mine)
+    }
+
+    /// ListOffsets' latest offset: the HW; OFFSET_NOT_AVAILABLE while a new leader's HW is
+    /// still below the start of its epoch (it may not have every committed record yet).
+    pub fn latest_offset(&self) -> Result<i64, PartitionError> {
+        let hw = self.high_watermark();
+        if let ReplicaRole::Leader(l) = &*self.role.borrow() {
+            let start = self.epochs.borrow().epoch_start(l.leader_epoch());
+            if start.is_some_and(|s| hw < s) {
+                return Err(PartitionError::new(
+                    ResponseError::OffsetNotAvailable.code(),
+                    format!(
+                        "the high watermark of {}-{} has not reached the start of the leader's epoch yet",
+                        self.topic, self.index
+                    ),
+                ));
+            }
+        }
+        Ok(hw)
+    }
+
+    /// The leader epoch this broker leads the partition at; `None` when it does not lead.
+    pub fn leading_epoch(&self) -> Option<LeaderEpoch> {
+        match &*self.role.borrow() {
+            ReplicaRole::Leader(l) => Some(l.leader_epoch()),
+            _ => None,
+        }
+    }
+
+    /// Whether the partition is replicated (cluster mode) rather than a single node's.
+    pub fn is_replicated(&self) -> bool {
+        !matches!(&*self.role.borrow(), ReplicaRole::Alone)
+    }
+
+    /// A copy of the epoch cache (OffsetForLeaderEpoch, tests).
+    pub fn epoch_cache(&self) -> LeaderEpochCache {
+        self.epochs.borrow().clone()
+    }
+
+    /// The options of a producer's append here: the leader's epoch stamped in; refused
+    /// when this broker does not lead (yet) in cluster mode.
+    pub fn leader_append_options(
+        &self,
+        durable: bool,
+        now_ms: i64,
+    ) -> Result<AppendOptions, PartitionError> {
+        match &*self.role.borrow() {
+            ReplicaRole::Alone => Ok(AppendOptions::new(durable, now_ms)),
+            ReplicaRole::Leader(l) => Ok(AppendOptions {
+                durable,
+                now_ms,
+                leader_epoch: Some(l.leader_epoch().0),
+            }),
+            ReplicaRole::Follower(_) => Err(not_leader(&self.topic, self.index)),
+        }
+    }
+
+    /// acks=all admission before the append: NOT_ENOUGH_REPLICAS when the ISR is smaller
+    /// than `min.insync.replicas`.
+    pub fn check_acks_all(&self) -> Result<(), PartitionError> {
+        match &*self.role.borrow() {
+            ReplicaRole::Alone => Ok(()),
+            ReplicaRole::Leader(l) => l.check_acks_all_admission().map_err(|e| {
+                PartitionError::new(ResponseError::NotEnoughReplicas.code(), e.to_string())
+            }),
+            ReplicaRole::Follower(_) => Err(not_leader(&self.topic, self.index)),
+        }
+    }
+
+    /// After a leader's append was written: its LEO moved (the HW too, with ISR = [leader]).
+    pub fn after_leader_append(&self) {
+        let leo = self.log.offsets().written_end_offset;
+        let moved = match &mut *self.role.borrow_mut() {
+            ReplicaRole::Leader(l) => l.on_leader_append(leo),
+            _ => None,
+        };
+        if moved.is_some() {
+            self.wake_hw_waiters();
+        }
+    }
+
+    /// Waits until the HW passes `last_offset` (acks=all), at most `timeout`: success,
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below the minimum meanwhile,
+    /// NOT_LEADER_OR_FOLLOWER at once when leadership is lost, REQUEST_TIMED_OUT otherwise.
+    pub async fn wait_acks_all(
+        &self,
+        epoch: Option<LeaderEpoch>,
+        last_offset: i64,
+        timeout: Duration,
+    ) -> Result<(), PartitionError> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let waiter = {
+                let role = self.role.borrow();
+                let leader = match &*role {
+                    ReplicaRole::Alone => return Ok(()),
+                    ReplicaRole::Leader(l) if Some(l.leader_epoch()) == epoch => l,
+                    _ => return Err(not_leader(&self.topic, self.index)),
+                };
+                match leader.acks_all_status(last_offset) {
+                    AcksAllStatus::Done(Ok(())) => return Ok(()),
+                    AcksAllStatus::Done(Err(e)) => {
+                        return Err(PartitionError::new(
+                            ResponseError::NotEnoughReplicasAfterAppend.code(),
+                            e.to_string(),
+                        ))
+                    }
+                    AcksAllStatus::Pending => {
+                        let (tx, rx) = local_oneshot::channel();
+                        self.hw_waiters.borrow_mut().push(tx);
+                        rx
+                    }
+                }
+            };
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(PartitionError::new(
+                    ResponseError::RequestTimedOut.code(),
+                    format!(
+                        "the in-sync replicas of {}-{} did not reach offset {last_offset} within {timeout:?}",
+                        self.topic, self.index
+                    ),
+                ));
+            }
+            futures_lite::future::or(
+                async {
+                    waiter.await;
+                },
+                runtime::sleep(left),
+            )
+            .await;
+        }
+    }
+
+    /// Wakes acks=all waiters and consumers' long polls: the HW (or the role) changed.
+    pub fn wake_hw_waiters(&self) {
+        let waiters = std::mem::take(&mut *self.hw_waiters.borrow_mut());
+        for w in waiters {
+            w.send(());
+        }
+        self.notify_append();
+    }
+
+    /// Applies the controller's state of the partition, `me` leading it: becomes leader at
+    /// a new epoch (the epoch cache entry made durable before any append) or adopts a newer
+    /// ISR at the same epoch.
+    pub async fn lead(
+        &self,
+        me: BrokerId,
+        state: &PartitionState,
+        config: LeaderConfig,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let current = match &mut *self.role.borrow_mut() {
+            ReplicaRole::Leader(l) if l.leader_epoch() == state.leader_epoch => {
+                let moved = (state.partition_epoch > l.partition_epoch()).then(|| {
+                    l.on_partition_state(
+                        state.replicas.clone(),
+                        state.isr.clone(),
+                        state.partition_epoch,
+                    )
+                });
+                Some(moved.flatten())
+            }
+            _ => None,
+        };
+        if let Some(moved) = current {
+            if moved.is_some() {
+                self.wake_hw_waiters();
+            }
+            return Ok(());
+        }
+        let leo = self.log.offsets().written_end_offset;
+        let previous_hw = self.high_watermark();
+        let changed = self.epochs.borrow_mut().assign(state.leader_epoch, leo);
+        if changed {
+            self.write_epochs().await?;
+        }
+        let epoch_start = self
+            .epochs
+            .borrow()
+            .epoch_start(state.leader_epoch)
+            .unwrap_or(leo);
+        let leader = LeaderState::new(
+            me,
+            state.replicas.clone(),
+            state.isr.clone(),
+            state.leader_epoch,
+            state.partition_epoch,
+            epoch_start,
+            leo,
+            previous_hw.min(leo),
+            now_ms,
+            config,
+        );
+        tracing::info!(
+            topic = %self.topic,
+            partition = self.index,
+            epoch = state.leader_epoch.0,
+            log_end = leo,
+            high_watermark = leader.high_watermark(),
+            isr = ?state.isr,
+            "leading the partition"
+        );
+        *self.role.borrow_mut() = ReplicaRole::Leader(Box::new(leader));
+        self.wake_hw_waiters();
+        Ok(())
+    }
+
+    /// Follows `leader` (or nobody) at `epoch`: a deposed leader's waiting produces are
+    /// answered NOT_LEADER_OR_FOLLOWER at once. The HW kept is what this broker knew.
+    pub fn follow(&self, leader: Option<BrokerId>, epoch: LeaderEpoch) {
+        let hw = self.high_watermark();
+        let was_leader = {
+            let mut role = self.role.borrow_mut();
+            let same = matches!(&*role, ReplicaRole::Follower(f) if f.leader == leader && f.leader_epoch == epoch);
+            if same {
+                return;
+            }
+            let was_leader = matches!(&*role, ReplicaRole::Leader(_));
+            *role = ReplicaRole::Follower(FollowerView {
+                leader,
+                leader_epoch: epoch,
+                high_watermark: hw,
+            });
+            was_leader
+        };
+        if was_leader {
+            tracing::info!(topic = %self.topic, partition = self.index, epoch = epoch.0, leader = ?leader, "no longer leading the partition");
+        }
+        self.wake_hw_waiters();
+    }
+
+    /// The follower view, when following.
+    pub fn follower_view(&self) -> Option<FollowerView> {
+        match &*self.role.borrow() {
+            ReplicaRole::Follower(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// The leader's side of a follower's fetch: fencing by the follower's view of the
+    /// leader epoch, divergence by its last fetched epoch, then its fetch offset recorded
+    /// (it is the follower's LEO), which may move the HW and propose an ISR expansion.
+    pub fn check_replica_fetch(
+        &self,
+        follower: BrokerId,
+        fetch_offset: i64,
+        current_leader_epoch: i32,
+        last_fetched_epoch: i32,
+        now_ms: i64,
+    ) -> Result<ReplicaFetchCheck, PartitionError> {
+        let leo = self.log.offsets().written_end_offset;
+        let epochs = self.epochs.borrow();
+        let mut role = self.role.borrow_mut();
+        let ReplicaRole::Leader(leader) = &mut *role else {
+            return Err(not_leader(&self.topic, self.index));
+        };
+        check_epoch(current_leader_epoch, leader.leader_epoch().0)?;
+        if last_fetched_epoch >= 0 {
+            let (epoch, end) = epochs.end_offset_for(LeaderEpoch(last_fetched_epoch), leo);
+            if epoch != last_fetched_epoch || end < fetch_offset {
+                return Ok(ReplicaFetchCheck {
+                    diverging: Some((epoch, end)),
+                    high_watermark: leader.high_watermark(),
+                    propose: None,
+                });
+            }
+        }
+        let outcome = leader.on_follower_fetch(follower, fetch_offset, leo, now_ms);
+        let hw = leader.high_watermark();
+        drop(role);
+        drop(epochs);
+        if outcome.hw_advanced.is_some() {
+            self.wake_hw_waiters();
+        }
+        Ok(ReplicaFetchCheck {
+            diverging: None,
+            high_watermark: hw,
+            propose: outcome.propose,
+        })
+    }
+
+    /// A follower's append of the leader's batches; then HW = min(leader's HW, own LEO).
+    pub async fn append_replicated(
+        &self,
+        records: &[u8],
+        leader_hw: i64,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        if !records.is_empty() {
+            self.log.wait_appendable().await?;
+            let (staged, headers) = self
+                .log
+                .stage_replica(records, AppendOptions::new(false, now_ms))?;
+            staged.written().await?;
+            self.producers.replay_replicated(&headers, now_ms);
+            let new_epochs = self.note_batch_epochs(&headers);
+            if new_epochs {
+                self.write_epochs().await?;
+            }
+            self.notify_append();
+        }
+        let leo = self.log.offsets().written_end_offset;
+        let moved = match &mut *self.role.borrow_mut() {
+            ReplicaRole::Follower(f) => {
+                let hw = leader_hw.min(leo).max(f.high_watermark.min(leo));
+                let moved = hw != f.high_watermark;
+                f.high_watermark = hw;
+                moved
+            }
+            _ => false,
+        };
+        if moved {
+            self.notify_append();
+        }
+        Ok(())
+    }
+
+    /// Records the epochs that `headers` start; whether the cache changed.
+    fn note_batch_epochs(&self, headers: &[BatchHeader]) -> bool {
+        let mut epochs = self.epochs.borrow_mut();
+        let mut changed = false;
+        for h in headers {
+            if h.partition_leader_epoch >= 0 {
+                changed |= epochs.assign(LeaderEpoch(h.partition_leader_epoch), h.base_offset);
+            }
+        }
+        changed
+    }
+
+    /// A follower truncating its divergent tail: to the leader's end offset of the epoch
+    /// (CLUSTER.md: by epoch, never blindly to the HW), and never past its own end. The log's truncation is crash-safe; the epoch cache and
+    /// the producer table follow it.
+    pub async fn truncate_diverging(&self, end_offset: i64) -> Result<i64, LogError> {
+        let leo = self.log.offsets().written_end_offset;
+        let target = end_offset.min(leo);
+        if target >= leo {
+            return Ok(leo);
+        }
+        tracing::info!(topic = %self.topic, partition = self.index, from = leo, to = target, "truncating a divergent log tail");
+        let end = self.log.truncate_to(target).await?;
+        let changed = self.epochs.borrow_mut().truncate_from_end(end);
+        if changed {
+            self.write_epochs().await?;
+        }
+        self.producers.truncate_to(end);
+        if let ReplicaRole::Follower(f) = &mut *self.role.borrow_mut() {
+            f.high_watermark = f.high_watermark.min(end);
+        }
+        Ok(end)
+    }
+
+    /// The leader applies the controller's answer to its ISR proposal.
+    pub fn isr_committed(
+        &self,
+        epoch: LeaderEpoch,
+        isr: Vec<BrokerId>,
+        partition_epoch: PartitionEpoch,
+    ) {
+        let moved = match &mut *self.role.borrow_mut() {
+            ReplicaRole::Leader(l) if l.leader_epoch() == epoch => {
+                l.on_isr_committed(isr, partition_epoch)
+            }
+            _ => None,
+        };
+        if moved.is_some() {
+            self.wake_hw_waiters();
+        }
+    }
+
+    /// The controller refused (or never answered) the ISR proposal: it may be asked again.
+    pub fn isr_rejected(&self, epoch: LeaderEpoch) {
+        if let ReplicaRole::Leader(l) = &mut *self.role.borrow_mut() {
+            if l.leader_epoch() == epoch {
+                l.on_isr_rejected();
+            }
+        }
+    }
+
+    /// The leader's periodic ISR check: members that fell behind, to propose removing.
+    pub fn check_isr_shrink(&self, now_ms: i64) -> Option<IsrProposal> {
+        match &mut *self.role.borrow_mut() {
+            ReplicaRole::Leader(l) => l.check_shrink(now_ms),
+            _ => None,
+        }
+    }
+
+    /// Reads `leader-epoch-checkpoint` (at open, in cluster mode).
+    pub async fn load_epochs(&self) -> Result<(), LogError> {
+        let dir = self.log.dir().to_path_buf();
+        let mut cache =
+            epoch_cache::read_checkpoint(&dir)
+                .await
+                .map_err(|e| LogError::Unrecoverable {
+                    path: dir.join(epoch_cache::LEADER_EPOCH_CHECKPOINT_FILE),
+                    reason: e.to_string(),
+                })?;
+        // Entries past the log's end belong to batches a crash cut off.
+        let end = self.log.offsets().written_end_offset;
+        let cut = cache.truncate_from_end(end);
+        *self.epochs.borrow_mut() = cache;
+        if cut {
+            self.write_epochs().await?;
+        }
+        Ok(())
+    }
+
+    async fn write_epochs(&self) -> Result<(), LogError> {
+        let dir = self.log.dir().to_path_buf();
+        let cache = self.epochs.borrow().clone();
+        epoch_cache::write_checkpoint(&dir, &cache)
+            .await
+            .map_err(|e| LogError::from_io(&dir, "writing the leader epoch checkpoint", e))
+    }
+}
