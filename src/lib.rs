@@ -9,6 +9,7 @@
 //! - [`tune`]: `ringbroker tune`, checks and adjusts the Linux settings the broker depends on
 //! - [`controller`]: the cluster controller's pure state machine (metadata records, election)
 //! - [`cli`]: the admin and client commands (topic, group, produce, consume)
+//! - [`replication`]: partition replication (epoch cache, leader state, follower connection)
 pub mod alloc_guard;
 pub mod bench;
 pub mod cli;

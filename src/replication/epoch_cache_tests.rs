@@ -464,7 +464,8 @@ fn checkpoint_text_is_kafkas() {
 #[test]
 fn malformed_checkpoints_are_rejected() {
     use EpochCheckpointError as E;
-    let cases: &[(&str, fn(&E) -> bool)] = &[
+    type Expect = fn(&E) -> bool;
+    let cases: &[(&str, Expect)] = &[
         ("1\n0\n", |e| matches!(e, E::Version(v) if v == "1")),
         ("\n", |e| matches!(e, E::Version(_))),
         ("00\n0\n", |e| matches!(e, E::Version(_))),

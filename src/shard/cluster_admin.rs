@@ -153,6 +153,32 @@ impl Shard {
         self.cluster_admin.get()
     }
 
+    /// Shard 0 in cluster mode: a block of producer ids from the controller (Kafka's
+    /// AllocateProducerIds), so that no two brokers hand out the same id.
+    pub(super) async fn controller_producer_id_block(
+        &self,
+    ) -> Result<
+        crate::shard::producer_ids::ProducerIdBlock,
+        crate::shard::producer_ids::ProducerIdError,
+    > {
+        use crate::shard::producer_ids::{ProducerIdBlock, ProducerIdError};
+        let unavailable = |why: &str| ProducerIdError::Controller(why.to_string());
+        let admin = self
+            .cluster_admin()
+            .ok_or_else(|| unavailable("cluster mode is still starting"))?;
+        let me = BrokerId(self.config.node_id);
+        let epoch = self
+            .published_summary()
+            .and_then(|s| s.metadata.broker(me).map(|b| b.epoch))
+            .ok_or_else(|| unavailable("this broker is not registered yet"))?;
+        let (start, end) = admin
+            .link
+            .allocate_producer_ids(me, epoch, FORWARD_TIMEOUT)
+            .await
+            .map_err(|e| ProducerIdError::Controller(e.to_string()))?;
+        Ok(ProducerIdBlock { start, end })
+    }
+
     /// Sends `op` to the active controller; answers once the change is applied on every
     /// shard of this broker.
     pub(super) async fn forward_admin(

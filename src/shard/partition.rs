@@ -60,6 +60,9 @@ pub struct Partition {
     pub(super) epochs: RefCell<LeaderEpochCache>,
     /// acks=all produces waiting for the HW to move (or the role to change).
     pub(super) hw_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    /// Held by a follower's append or truncation and by becoming leader, so that a fetch
+    /// answered just before a role change is never appended after it.
+    pub(super) replica_io: Exclusive,
 }
 
 impl Partition {
@@ -76,6 +79,7 @@ impl Partition {
             role: RefCell::new(ReplicaRole::Alone),
             epochs: RefCell::new(LeaderEpochCache::new()),
             hw_waiters: RefCell::new(Vec::new()),
+            replica_io: Exclusive::new(),
         }
     }
 

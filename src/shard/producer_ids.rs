@@ -41,6 +41,8 @@ pub enum ProducerIdError {
     Exhausted,
     #[error("shard 0 did not answer a producer id request")]
     Unavailable,
+    #[error("the controller did not hand out producer ids: {0}")]
+    Controller(String),
 }
 
 /// Per shard: the block ids are taken from. On shard 0 also the persisted counter.
@@ -116,9 +118,7 @@ impl Shard {
             return Ok(id);
         }
         let block = if self.id == 0 {
-            self.producer_ids
-                .allocate_block(&self.config.data_dir)
-                .await?
+            self.allocate_producer_id_block().await?
         } else {
             match self.request(0, ShardRequest::AllocateProducerIdBlock).await {
                 Some(ShardReply::ProducerIdBlock(result)) => result?,
@@ -130,10 +130,14 @@ impl Shard {
             .ok_or(ProducerIdError::Unavailable)
     }
 
-    /// Shard 0's side of [`ShardRequest::AllocateProducerIdBlock`].
+    /// Shard 0's side of [`ShardRequest::AllocateProducerIdBlock`]: from the controller in
+    /// cluster mode (ids unique cluster-wide), else from this data directory's counter.
     pub(super) async fn allocate_producer_id_block(
         &self,
     ) -> Result<ProducerIdBlock, ProducerIdError> {
+        if self.config.is_cluster_mode() {
+            return self.controller_producer_id_block().await;
+        }
         self.producer_ids
             .allocate_block(&self.config.data_dir)
             .await

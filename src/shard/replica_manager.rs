@@ -24,10 +24,11 @@ use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::partition::Partition;
+use super::replica_role::FetchPosition;
 use super::Shard;
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::ids::BrokerId;
+use crate::controller::ids::{BrokerId, LeaderEpoch};
 use crate::controller::published::ClusterSummary;
 use crate::controller::quorum::controller_link::ControllerLink;
 use crate::replication::leader_state::{IsrProposal, LeaderConfig};
@@ -270,7 +271,7 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             }
         }
         let Some(c) = client.as_mut() else { continue };
-        let request = fetch_request(manager, &partitions);
+        let (request, asked) = fetch_request(manager, leader, &partitions);
         let wait = Duration::from_millis(manager.settings.replica_fetch_wait_max_ms);
         let answer: Result<FetchResponse, _> = c
             .call(
@@ -281,7 +282,7 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             )
             .await;
         let ok = match answer {
-            Ok(response) => apply_response(&partitions, response).await,
+            Ok(response) => apply_response(&partitions, &asked, response).await,
             Err(e) => {
                 tracing::debug!(leader = leader.0, error = %e, "replica fetch failed");
                 client = None;
@@ -294,14 +295,26 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
     }
 }
 
-fn fetch_request(manager: &ReplicaManager, partitions: &[Rc<Partition>]) -> FetchRequest {
+/// The fetch of `partitions` (all followers of `leader`), and what was asked of each.
+fn fetch_request(
+    manager: &ReplicaManager,
+    leader: BrokerId,
+    partitions: &[Rc<Partition>],
+) -> (FetchRequest, Vec<FetchPosition>) {
     let mut by_topic: HashMap<&str, Vec<FetchPartition>> = HashMap::new();
+    let mut asked = Vec::with_capacity(partitions.len());
     for p in partitions {
         let view = p.follower_view();
+        let position = FetchPosition {
+            leader,
+            leader_epoch: view.map_or(LeaderEpoch(-1), |v| v.leader_epoch),
+            fetch_offset: p.log.offsets().log_end_offset,
+        };
+        asked.push(position);
         let mut f = FetchPartition::default();
         f.partition = p.index;
-        f.fetch_offset = p.log.offsets().written_end_offset;
-        f.current_leader_epoch = view.map_or(-1, |v| v.leader_epoch.0);
+        f.fetch_offset = position.fetch_offset;
+        f.current_leader_epoch = position.leader_epoch.0;
         f.last_fetched_epoch = p.epoch_cache().latest_epoch().map_or(-1, |e| e.0);
         f.log_start_offset = -1;
         f.partition_max_bytes = manager
@@ -324,11 +337,15 @@ fn fetch_request(manager: &ReplicaManager, partitions: &[Rc<Partition>]) -> Fetc
         t.partitions = partitions;
         request.topics.push(t);
     }
-    request
+    (request, asked)
 }
 
 /// Applies one response; false when every partition was refused (the fetcher backs off).
-async fn apply_response(partitions: &[Rc<Partition>], response: FetchResponse) -> bool {
+async fn apply_response(
+    partitions: &[Rc<Partition>],
+    asked: &[FetchPosition],
+    response: FetchResponse,
+) -> bool {
     if response.error_code != 0 {
         tracing::debug!(code = response.error_code, "replica fetch refused");
         return false;
@@ -339,9 +356,10 @@ async fn apply_response(partitions: &[Rc<Partition>], response: FetchResponse) -
     let now = runtime::now_ms();
     for t in response.responses {
         for d in t.partitions {
-            let Some(p) = partitions
+            let Some((p, asked)) = partitions
                 .iter()
-                .find(|p| p.topic == t.topic.0.as_str() && p.index == d.partition_index)
+                .zip(asked)
+                .find(|(p, _)| p.topic == t.topic.0.as_str() && p.index == d.partition_index)
             else {
                 continue;
             };
@@ -351,7 +369,10 @@ async fn apply_response(partitions: &[Rc<Partition>], response: FetchResponse) -
             }
             answered = true;
             if d.diverging_epoch.epoch >= 0 {
-                match p.truncate_diverging(d.diverging_epoch.end_offset).await {
+                match p
+                    .truncate_diverging(*asked, d.diverging_epoch.end_offset)
+                    .await
+                {
                     Ok(_) => {}
                     Err(e) => {
                         tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "truncation failed")
@@ -360,8 +381,14 @@ async fn apply_response(partitions: &[Rc<Partition>], response: FetchResponse) -
                 continue;
             }
             let records = d.records.unwrap_or_default();
-            match p.append_replicated(&records, d.high_watermark, now).await {
-                Ok(()) => {}
+            match p
+                .append_replicated(*asked, &records, d.high_watermark, now)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::debug!(topic = %p.topic, partition = p.index, "a replica fetch answered after the partition moved on; dropped")
+                }
                 Err(e) => {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "appending replicated batches failed")
                 }

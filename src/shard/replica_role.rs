@@ -27,6 +27,15 @@ use crate::util::local_oneshot;
 use super::messages::PartitionError;
 use super::partition::Partition;
 
+/// What a follower's fetch asked for, to check its answer against: the answer applies only
+/// if the partition still follows that leader at that epoch and still ends at that offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchPosition {
+    pub leader: BrokerId,
+    pub leader_epoch: LeaderEpoch,
+    pub fetch_offset: i64,
+}
+
 /// What this broker is for a partition.
 pub enum ReplicaRole {
     /// A single-node broker: no replication, everything written is visible.
@@ -263,6 +272,7 @@ impl Partition {
         config: LeaderConfig,
         now_ms: i64,
     ) -> Result<(), LogError> {
+        let _io = self.replica_io.enter().await;
         let current = match &mut *self.role.borrow_mut() {
             ReplicaRole::Leader(l) if l.leader_epoch() == state.leader_epoch => {
                 let moved = (state.partition_epoch > l.partition_epoch()).then(|| {
@@ -282,7 +292,8 @@ impl Partition {
             }
             return Ok(());
         }
-        let leo = self.log.offsets().written_end_offset;
+        // Staged appends (a producer's before a demotion) count: the epoch starts after them.
+        let leo = self.log.offsets().log_end_offset;
         let previous_hw = self.high_watermark();
         let changed = self.epochs.borrow_mut().assign(state.leader_epoch, leo);
         if changed {
@@ -393,15 +404,29 @@ impl Partition {
         })
     }
 
+    /// Whether the partition still follows as `asked` and ends where it asked from.
+    fn still_at(&self, asked: FetchPosition) -> bool {
+        let following = matches!(&*self.role.borrow(), ReplicaRole::Follower(f)
+            if f.leader == Some(asked.leader) && f.leader_epoch == asked.leader_epoch);
+        following && self.log.offsets().log_end_offset == asked.fetch_offset
+    }
+
     /// A follower's append of the leader's batches; then HW = min(leader's HW, own LEO).
+    /// An answer to a fetch the partition has moved on from (a role change, a truncation)
+    /// is dropped: returns false.
     pub async fn append_replicated(
         &self,
+        asked: FetchPosition,
         records: &[u8],
         leader_hw: i64,
         now_ms: i64,
-    ) -> Result<(), LogError> {
+    ) -> Result<bool, LogError> {
+        let _io = self.replica_io.enter().await;
+        self.log.wait_appendable().await?;
+        if !self.still_at(asked) {
+            return Ok(false);
+        }
         if !records.is_empty() {
-            self.log.wait_appendable().await?;
             let (staged, headers) = self
                 .log
                 .stage_replica(records, AppendOptions::new(false, now_ms))?;
@@ -426,7 +451,7 @@ impl Partition {
         if moved {
             self.notify_append();
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Records the epochs that `headers` start; whether the cache changed.
@@ -444,8 +469,16 @@ impl Partition {
     /// A follower truncating its divergent tail: to the leader's end offset of the epoch
     /// (CLUSTER.md: by epoch, never blindly to the HW), and never past its own end. The log's truncation is crash-safe; the epoch cache and
     /// the producer table follow it.
-    pub async fn truncate_diverging(&self, end_offset: i64) -> Result<i64, LogError> {
+    pub async fn truncate_diverging(
+        &self,
+        asked: FetchPosition,
+        end_offset: i64,
+    ) -> Result<i64, LogError> {
+        let _io = self.replica_io.enter().await;
         let leo = self.log.offsets().written_end_offset;
+        if !self.still_at(asked) {
+            return Ok(leo);
+        }
         let target = end_offset.min(leo);
         if target >= leo {
             return Ok(leo);

@@ -17,7 +17,7 @@ use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::active_controller::{ActiveController, ControllerConfig};
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
-use crate::controller::ids::MetadataOffset;
+use crate::controller::ids::{BrokerEpoch, BrokerId, MetadataOffset};
 use crate::controller::records::MetadataRecord;
 use crate::controller::topic_changes::TopicChange;
 use crate::runtime::{self, LocalReceiver};
@@ -141,6 +141,10 @@ async fn answer(
             validate_only,
         } => topic_changes(node, controller, &changes, validate_only).await,
         ControllerRequest::AlterPartition(r) => alter_partition(node, controller, &r).await,
+        ControllerRequest::AllocateProducerIds {
+            broker_id,
+            broker_epoch,
+        } => allocate_producer_ids(node, controller, broker_id, broker_epoch).await,
         // Raft's own requests never come this way (server.rs answers them).
         _ => refused("not a broker request", -1),
     }
@@ -253,5 +257,34 @@ async fn alter_partition(
             "the partition no longer exists",
             crate::protocol::ResponseError::UnknownTopicOrPartition.code(),
         ),
+    }
+}
+
+/// A block of producer ids for a broker, answered once committed. The controller answers
+/// one call at a time, so no other block is decided on the same state meanwhile.
+async fn allocate_producer_ids(
+    node: &QuorumNode,
+    controller: &mut ActiveController,
+    broker: BrokerId,
+    broker_epoch: BrokerEpoch,
+) -> ControllerResponse {
+    let records = match controller.allocate_producer_ids(&node.view().get(), broker, broker_epoch) {
+        Ok(records) => records,
+        Err(e) => return refused(&e, e.code()),
+    };
+    let block = records.iter().find_map(|r| match r {
+        MetadataRecord::ProducerIdBlock(b) => Some((b.start, b.start + b.size)),
+        _ => None,
+    });
+    let Some((start, end)) = block else {
+        return refused("no producer id block decided", -1);
+    };
+    match propose_at(node, records).await {
+        Ok(_) if node.view().get().next_producer_id() >= end => {
+            ControllerResponse::ProducerIds { start, end }
+        }
+        Ok(_) => refused("the producer id block was not applied; retry", -1),
+        Err(ProposeError::NotLeader(n)) => ControllerResponse::NotController { leader: n.leader },
+        Err(e) => refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
     }
 }

@@ -141,6 +141,23 @@ impl ControllerLink {
         }
     }
 
+    /// A block of producer ids `start..end` for this broker, committed by the controller.
+    pub async fn allocate_producer_ids(
+        &self,
+        broker_id: BrokerId,
+        broker_epoch: crate::controller::ids::BrokerEpoch,
+        within: Duration,
+    ) -> Result<(i64, i64), ForwardError> {
+        let request = ControllerRequest::AllocateProducerIds {
+            broker_id,
+            broker_epoch,
+        };
+        match self.call_controller(&request, within).await? {
+            ControllerResponse::ProducerIds { start, end } => Ok((start, end)),
+            _ => Err(ForwardError::NoController(within)),
+        }
+    }
+
     /// Sends `request` to the active controller (following NotController hints) within
     /// `within`; a refusal is an error, any other answer is the controller's.
     async fn call_controller(

@@ -101,7 +101,8 @@ async fn answer(ctx: &ServerContext, request: ControllerRequest) -> ControllerRe
         broker @ (ControllerRequest::RegisterBroker(_)
         | ControllerRequest::BrokerHeartbeat(_)
         | ControllerRequest::TopicChanges { .. }
-        | ControllerRequest::AlterPartition(_)) => {
+        | ControllerRequest::AlterPartition(_)
+        | ControllerRequest::AllocateProducerIds { .. }) => {
             let not_controller = || ControllerResponse::NotController {
                 leader: ctx.raft.metrics().borrow().current_leader,
             };

@@ -49,6 +49,11 @@ pub enum ControllerRequest {
     },
     /// A partition leader asks for an ISR change (Kafka's AlterPartition).
     AlterPartition(AlterPartitionRequest),
+    /// A broker asks for a block of producer ids (Kafka's AllocateProducerIds).
+    AllocateProducerIds {
+        broker_id: BrokerId,
+        broker_epoch: BrokerEpoch,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -79,6 +84,11 @@ pub enum ControllerResponse {
         leader: Option<BrokerId>,
         leader_epoch: LeaderEpoch,
         partition_epoch: PartitionEpoch,
+    },
+    /// Producer ids `start..end`, committed for the asking broker.
+    ProducerIds {
+        start: i64,
+        end: i64,
     },
     /// This node is not the active controller; `leader` is the one it knows of.
     NotController {
