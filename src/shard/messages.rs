@@ -199,6 +199,23 @@ pub struct PartitionSummary {
     pub size_bytes: u64,
     /// Empty unless asked for.
     pub producers: Vec<ActiveProducer>,
+    /// What OffsetForLeaderEpoch answers from.
+    pub epochs: EpochView,
+}
+
+/// A partition's leader epochs as OffsetForLeaderEpoch sees them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum EpochView {
+    /// A single node: one epoch (0), from the log start.
+    #[default]
+    Alone,
+    /// Led here at `epoch`, with the epoch cache.
+    Leader {
+        epoch: i32,
+        cache: crate::replication::epoch_cache::LeaderEpochCache,
+    },
+    /// Followed here: only the leader answers (CLUSTER.md).
+    Follower,
 }
 
 /// An idempotent producer with written batches on a partition.

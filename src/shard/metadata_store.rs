@@ -38,9 +38,15 @@ pub async fn load_or_create(
     };
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     if !path.exists() {
-        let meta = ClusterMetadata::new(new_cluster_id());
+        // In cluster mode `meta.properties` was claimed first (server/cluster.rs): its
+        // cluster id stays; rewriting it would give the node another id at every restart.
+        let claimed = claimed_cluster_id(data_dir);
+        let meta = ClusterMetadata::new(claimed.clone().unwrap_or_else(new_cluster_id));
         save(data_dir, &meta).await?;
-        write_meta_properties(data_dir, node_id, &meta.cluster_id).map_err(io_err(data_dir))?;
+        if claimed.is_none() {
+            write_meta_properties(data_dir, node_id, &meta.cluster_id)
+                .map_err(io_err(data_dir))?;
+        }
         return Ok(meta);
     }
     let bytes = durable_file::read_all(&path).await.map_err(io_err(&path))?;
@@ -79,6 +85,14 @@ pub async fn save(data_dir: &Path, meta: &ClusterMetadata) -> Result<(), Metadat
     durable_file::replace(&path, bytes)
         .await
         .map_err(|source| MetadataStoreError::Io { path, source })
+}
+
+/// The cluster id of an existing, readable `meta.properties`.
+fn claimed_cluster_id(data_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.join("meta.properties")).ok()?;
+    crate::controller::meta_properties::MetaProperties::parse(&text)
+        .ok()
+        .map(|m| m.cluster_id)
 }
 
 fn new_cluster_id() -> String {

@@ -8,7 +8,7 @@ use crate::idempotence::append::{self, ProduceError, ProducerLoad, ProducerState
 use crate::log::{record_check, AppendInfo, AppendOptions, Log, LogError};
 use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::runtime;
-use crate::shard::messages::{ActiveProducer, PartitionSummary};
+use crate::shard::messages::{ActiveProducer, EpochView, PartitionSummary};
 use crate::shard::replica_role::{FollowerView, ReplicaRole};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
@@ -234,6 +234,14 @@ pub fn summary(p: &Partition, with_producers: bool) -> PartitionSummary {
         end_offset: o.written_end_offset,
         size_bytes: o.size_bytes,
         producers,
+        epochs: match p.leading_epoch() {
+            Some(epoch) => EpochView::Leader {
+                epoch: epoch.0,
+                cache: p.epoch_cache(),
+            },
+            None if p.is_replicated() => EpochView::Follower,
+            None => EpochView::Alone,
+        },
     }
 }
 

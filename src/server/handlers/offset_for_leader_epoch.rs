@@ -2,6 +2,8 @@
 //! one asked for. Clients use it to check that a position survived a leader change
 //! (librdkafka ≥ 2.1 after every rebalance). One node: the only epoch there has been is 0,
 //! which starts at the log start and is still being written, so epoch 0 ends at the log end.
+//! In cluster mode the leader answers from its epoch cache (`leader-epoch-checkpoint`);
+//! a follower answers NOT_LEADER_OR_FOLLOWER.
 //!
 //! v0/v1 are hand-coded (`protocol::legacy_epoch`); v2+ come from the crate.
 
@@ -13,7 +15,8 @@ use crate::protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 };
 use crate::protocol::ResponseError;
-use crate::shard::messages::{PartitionOp, PartitionResult, PartitionSummary};
+use crate::controller::ids::LeaderEpoch;
+use crate::shard::messages::{EpochView, PartitionOp, PartitionResult, PartitionSummary};
 use bytes::Bytes;
 
 use super::{HandlerError, Request};
@@ -80,6 +83,19 @@ fn end_offset_for(
     p: &OffsetForLeaderPartition,
     summary: &PartitionSummary,
 ) -> Result<(i32, i64), i16> {
+    match &summary.epochs {
+        EpochView::Alone => {}
+        EpochView::Follower => return Err(ResponseError::NotLeaderOrFollower.code()),
+        EpochView::Leader { epoch, cache } => {
+            match p.current_leader_epoch {
+                UNDEFINED_EPOCH => {}
+                e if e > *epoch => return Err(ResponseError::UnknownLeaderEpoch.code()),
+                e if e < *epoch => return Err(ResponseError::FencedLeaderEpoch.code()),
+                _ => {}
+            }
+            return Ok(cache.end_offset_for(LeaderEpoch(p.leader_epoch), summary.end_offset));
+        }
+    }
     match p.current_leader_epoch {
         UNDEFINED_EPOCH => {}
         e if e > LEADER_EPOCH => return Err(ResponseError::UnknownLeaderEpoch.code()),
@@ -112,6 +128,7 @@ mod tests {
         end_offset: 10,
         size_bytes: 0,
         producers: Vec::new(),
+        epochs: EpochView::Alone,
     };
 
     #[test]
