@@ -9,6 +9,7 @@
 //! - [`tune`]: `ringbroker tune`, checks and adjusts the Linux settings the broker depends on
 //! - [`controller`]: the cluster controller's pure state machine (metadata records, election)
 //! - [`cli`]: the admin and client commands (topic, group, produce, consume)
+//! - [`replication`]: partition replication's pure state machines (leader's ISR and HW)
 pub mod alloc_guard;
 pub mod bench;
 pub mod cli;
@@ -23,6 +24,7 @@ pub mod log;
 pub mod logging;
 pub mod metrics;
 pub mod protocol;
+pub mod replication;
 pub mod runtime;
 pub mod server;
 pub mod shard;
