@@ -2,7 +2,7 @@
 //! each follower's fetch position and last caught-up time, the committed ISR plus at most one
 //! change in flight at the controller, the high watermark, and the acks=all decisions.
 //!
-//! Pure: no I/O, no clock. Every time is an `now_ms` argument; calls that take none
+//! Pure: no I/O, no clock. Every time is a `now_ms` argument; calls that take none
 //! (`on_leader_append`, the controller's answers) use the latest `now_ms` seen so far, which
 //! can only make a follower look caught up a little longer (the HW waits a little longer).
 //!
@@ -24,8 +24,8 @@ use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
 
 /// A follower's LEO before its first fetch of this leadership.
 pub const UNKNOWN_OFFSET: i64 = -1;
-/// A time that never happened: a follower never seen caught up, or no fetch yet. Lags are
-/// computed with saturating arithmetic, so "now − NEVER_MS" is always past any lag limit.
+/// Never (not caught up, no fetch yet): lags saturate, so this is past any lag limit, whatever
+/// the caller's clock origin.
 pub const NEVER_MS: i64 = i64::MIN;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,7 +292,7 @@ impl LeaderState {
         now_ms: i64,
     ) -> FetchOutcome {
         self.clock_ms = self.clock_ms.max(now_ms);
-        // The LEO the read saw is never ahead of the leader's own.
+        // The read may have seen an append not yet reported by on_leader_append.
         self.leo = self.leo.max(leader_leo);
         let Some(state) = self.followers.get_mut(&follower) else {
             return FetchOutcome::default();
@@ -357,7 +357,8 @@ impl LeaderState {
     /// epoch it committed. Returns the new HW if it advanced (a shrink can free it). An
     /// answer with no change in flight (metadata overtook it) or with an older partition
     /// epoch is stale and ignored, as Kafka does; a stale one leaves the change pending until
-    /// [`on_partition_state`](Self::on_partition_state).
+    /// [`on_partition_state`](Self::on_partition_state). The caller passes only answers to
+    /// this leader epoch's proposals (Kafka drops the others).
     pub fn on_isr_committed(
         &mut self,
         isr: Vec<BrokerId>,
@@ -466,7 +467,7 @@ impl LeaderState {
             return AcksAllStatus::Pending;
         }
         let min = self.effective_min_isr();
-        let isr = self.maximal_isr_len();
+        let isr = self.maximal_isr().len();
         if isr < min {
             AcksAllStatus::Done(Err(AcksAllError::NotEnoughReplicasAfterAppend { isr, min }))
         } else {
@@ -500,15 +501,6 @@ impl LeaderState {
     fn in_maximal_isr(&self, id: BrokerId) -> bool {
         self.isr.contains(&id)
             || matches!(&self.pending, PendingIsrChange::Expand { new_isr } if new_isr.contains(&id))
-    }
-
-    fn maximal_isr_len(&self) -> usize {
-        match &self.pending {
-            PendingIsrChange::Expand { new_isr } => {
-                self.isr.len() + new_isr.iter().filter(|r| !self.isr.contains(r)).count()
-            }
-            PendingIsrChange::None | PendingIsrChange::Shrink { .. } => self.isr.len(),
-        }
     }
 
     fn proposal(&self, new_isr: Vec<BrokerId>) -> IsrProposal {

@@ -44,8 +44,7 @@ pub async fn load_or_create(
         let meta = ClusterMetadata::new(claimed.clone().unwrap_or_else(new_cluster_id));
         save(data_dir, &meta).await?;
         if claimed.is_none() {
-            write_meta_properties(data_dir, node_id, &meta.cluster_id)
-                .map_err(io_err(data_dir))?;
+            write_meta_properties(data_dir, node_id, &meta.cluster_id).map_err(io_err(data_dir))?;
         }
         return Ok(meta);
     }

@@ -30,7 +30,8 @@ use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::ids::{BrokerId, LeaderEpoch};
 use crate::controller::published::ClusterSummary;
-use crate::controller::quorum::controller_link::ControllerLink;
+use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
+use crate::protocol::ResponseError;
 use crate::replication::leader_state::{IsrProposal, LeaderConfig};
 use crate::replication::replica_client::ReplicaClient;
 use crate::runtime;
@@ -153,6 +154,7 @@ fn check_shrinks(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
     }
     manager.last_shrink_check_ms.set(now);
     for p in shard.owned_partitions() {
+        p.advance_hw_on_timer(now);
         if let Some(proposal) = p.check_isr_shrink(now) {
             submit_isr_change(shard, manager, &p, proposal);
         }
@@ -204,6 +206,14 @@ fn submit_isr_change(
         {
             Ok(c) if c.leader == Some(manager.me) && c.leader_epoch == proposal.leader_epoch => {
                 p.isr_committed(proposal.leader_epoch, c.isr, c.partition_epoch);
+            }
+            // Our view is stale: the change stays pending (nothing more is proposed) until
+            // the metadata brings the newer partition state (Kafka's rule).
+            Err(ForwardError::Refused(r))
+                if r.code == ResponseError::FencedLeaderEpoch.code()
+                    || r.code == ResponseError::InvalidUpdateVersion.code() =>
+            {
+                tracing::info!(topic = %p.topic, partition = p.index, refused = %r.message, "ISR change refused on a stale view; waiting for the metadata");
             }
             outcome => {
                 tracing::info!(topic = %p.topic, partition = p.index, ?outcome, "ISR change not applied");

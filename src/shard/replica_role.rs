@@ -523,6 +523,37 @@ impl Partition {
         }
     }
 
+    /// The leader learns which replicas are fenced (ineligible for the ISR: they no longer
+    /// hold the HW back) from the metadata.
+    pub fn note_replica_liveness(&self, unfenced: impl Fn(BrokerId) -> bool) {
+        let moved = match &mut *self.role.borrow_mut() {
+            ReplicaRole::Leader(l) => {
+                let replicas = l.replicas().to_vec();
+                let mut moved = None;
+                for r in replicas {
+                    moved = moved.or(l.set_isr_eligible(r, unfenced(r)));
+                }
+                moved
+            }
+            _ => None,
+        };
+        if moved.is_some() {
+            self.wake_hw_waiters();
+        }
+    }
+
+    /// The leader's periodic HW check: a silent caught-up follower outside the ISR stops
+    /// holding the HW back once its lag expires, with no fetch or append to notice.
+    pub fn advance_hw_on_timer(&self, now_ms: i64) {
+        let moved = match &mut *self.role.borrow_mut() {
+            ReplicaRole::Leader(l) => l.maybe_advance_hw(now_ms),
+            _ => None,
+        };
+        if moved.is_some() {
+            self.wake_hw_waiters();
+        }
+    }
+
     /// The leader's periodic ISR check: members that fell behind, to propose removing.
     pub fn check_isr_shrink(&self, now_ms: i64) -> Option<IsrProposal> {
         match &mut *self.role.borrow_mut() {

@@ -7,6 +7,7 @@
 //!
 //! v0/v1 are hand-coded (`protocol::legacy_epoch`); v2+ come from the crate.
 
+use crate::controller::ids::LeaderEpoch;
 use crate::protocol::legacy_epoch;
 use crate::protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderEpochRequest, OffsetForLeaderPartition,
@@ -15,7 +16,6 @@ use crate::protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 };
 use crate::protocol::ResponseError;
-use crate::controller::ids::LeaderEpoch;
 use crate::shard::messages::{EpochView, PartitionOp, PartitionResult, PartitionSummary};
 use bytes::Bytes;
 
