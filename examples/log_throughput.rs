@@ -257,10 +257,7 @@ async fn run(args: &Args, batch: Rc<Vec<u8>>, batches: u64) -> Result<Outcome, S
             runtime::spawn(async move {
                 while issued.get() < batches {
                     issued.set(issued.get() + 1);
-                    let options = AppendOptions {
-                        durable,
-                        now_ms: runtime::now_ms(),
-                    };
+                    let options = AppendOptions::new(durable, runtime::now_ms());
                     let issued_at = Instant::now();
                     log.append(&batch, options)
                         .await
