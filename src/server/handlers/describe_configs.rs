@@ -449,6 +449,21 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             TYPE_LIST,
             "broker, controller, or both (default: both for a voter).",
         ),
+        (
+            "replica.fetch.max.bytes",
+            TYPE_INT,
+            "Bytes a follower asks for per partition in one fetch.",
+        ),
+        (
+            "replica.fetch.wait.max.ms",
+            TYPE_INT,
+            "How long a follower's fetch waits at the leader for new data.",
+        ),
+        (
+            "replica.lag.time.max.ms",
+            TYPE_LONG,
+            "A follower not caught up for this long leaves the ISR.",
+        ),
     ];
     props.extend(
         CLUSTER_DOCS
