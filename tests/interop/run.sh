@@ -13,9 +13,9 @@
 # stops it again. The consumer-group scripts (groups_*.py) run in the same before/after phases
 # (groups_cli.py, our own `consume --group` next to librdkafka, in the after phase only);
 # idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy, and
-# cluster_test.py with a cluster of its own. With RINGBROKER_REPLICATION_TEST=1,
-# replication_test.py (RF 3 under kill -9 / SIGSTOP / cut links, a Jepsen-style checker) too;
-# RINGBROKER_REPLICATION_SOAK_SECS=N makes it a long run.
+# cluster_test.py and replication_test.py (RF 3 under kill -9 / SIGSTOP / cut links, a
+# Jepsen-style checker) each with a cluster of their own; RINGBROKER_REPLICATION_SOAK_SECS=N
+# makes the replication test a long run.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
 # Needs kcat, python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard, and
 # Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev,
@@ -346,12 +346,10 @@ run_client cluster 240 python3 "$HERE/cluster_test.py" --bin "$BIN" --work "$WOR
 run_client jepsen-checker 30 python3 "$HERE/jepsen_checker.py" --self-test
 # Replication under faults: 3 brokers of its own (data $WORK/repl-N, logs $WORK/broker-repl-N-*),
 # RF 3 / min.insync.replicas=2, idempotent acks=all producers, kill -9 / SIGSTOP / cut links, the
-# checker over the history. Off until replication lands: RINGBROKER_REPLICATION_TEST=1 runs it;
-# RINGBROKER_REPLICATION_SOAK_SECS=N makes its fault loop N seconds long instead of 100.
-if [ "${RINGBROKER_REPLICATION_TEST:-}" = 1 ]; then
-  run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
-    python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK"
-fi
+# checker over the history. RINGBROKER_REPLICATION_SOAK_SECS=N makes its fault loop N seconds
+# long instead of 100.
+run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
+  python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK"
 check_no_panic
 summary
 [ "$FAILED" -eq 0 ]
