@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::group::api::OFFSETS_TOPIC;
 use crate::group::api::{Call, GroupConfig, OffsetsRecord, Output, Reply, Token};
 use crate::group::GroupCoordinator;
-use crate::log::{AppendOptions, LogError};
+use crate::log::LogError;
 use crate::protocol::batch_builder::{decode_records_decompressed, BatchBuilder};
 use crate::protocol::record_batch::{BatchHeader, Compression};
 use crate::protocol::ResponseError;
@@ -27,6 +27,10 @@ const REARM_COALESCE: Duration = Duration::from_millis(100);
 /// Records per batch when rewriting a partition's live state (keeps batches far below
 /// `message.max.bytes`: a record is at most a few KiB of offset metadata).
 const COMPACTION_BATCH_RECORDS: usize = 200;
+
+/// How long a group's records may take to reach the in-sync replicas (Kafka's
+/// `offsets.commit.timeout.ms` default).
+const OFFSETS_COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Largest decompressed batch accepted while loading.
 const MAX_LOAD_BATCH_BYTES: usize = 64 << 20;
@@ -170,13 +174,18 @@ impl Shard {
             .ok_or(GroupAppendError::NotOwned(partition))?;
         let now = runtime::now_ms();
         let batch = build_batch(records, now)?;
-        let options = AppendOptions {
-            durable: self.config.fsync_on_acks_all,
-            now_ms: now,
-            leader_epoch: None,
-        };
+        // In cluster mode only the leader writes, at its epoch, and a commit is acks=all:
+        // answered once the in-sync replicas have it (Kafka's offsets.commit.required.acks).
+        let options = p
+            .leader_append_options(self.config.fsync_on_acks_all, now)
+            .map_err(|e| GroupAppendError::Replication(e.message))?;
+        let epoch = p.leading_epoch();
         let info = p.log.append(&batch, options).await?;
         p.notify_append();
+        p.after_leader_append();
+        p.wait_acks_all(epoch, info.last_offset, OFFSETS_COMMIT_TIMEOUT)
+            .await
+            .map_err(|e| GroupAppendError::Replication(e.message))?;
         Ok(info.base_offset)
     }
 
@@ -275,10 +284,13 @@ impl Shard {
                 .borrow_mut()
                 .set_offsets_partitions(partitions);
         }
+        // In cluster mode a partition's groups are served where it is led (a follower's copy
+        // is loaded when it becomes leader, after it has replicated what it could).
         let mut owned: Vec<i32> = self
             .owned_partitions()
             .iter()
             .filter(|p| p.topic == OFFSETS_TOPIC)
+            .filter(|p| !p.is_replicated() || p.leading_epoch().is_some())
             .map(|p| p.index)
             .filter(|i| !self.groups.loaded.borrow().contains(i))
             .collect();
@@ -320,6 +332,21 @@ impl Shard {
                 );
             }
         }
+    }
+
+    /// This broker stopped leading `index`: its groups are dropped from the coordinator
+    /// (waiting joins and syncs get NOT_COORDINATOR) and loaded again from the log if it
+    /// leads the partition again.
+    pub(super) fn unload_group_partition(self: &Rc<Self>, index: i32) {
+        if !self.groups.loaded.borrow_mut().remove(&index) {
+            return;
+        }
+        tracing::info!(
+            partition = index,
+            "no longer coordinating the groups of {OFFSETS_TOPIC} partition"
+        );
+        let out = self.groups.coordinator.borrow_mut().unload(index);
+        self.apply_group_output(out);
     }
 
     /// Replays the partition into the coordinator, counting into `replayed` as it goes (an
@@ -446,12 +473,11 @@ impl Shard {
             batches.extend_from_slice(&build_batch(chunk, now)?);
         }
         if !batches.is_empty() {
-            let options = AppendOptions {
-                durable: true,
-                now_ms: now,
-                leader_epoch: None,
-            };
+            let options = p
+                .leader_append_options(true, now)
+                .map_err(|e| GroupAppendError::Replication(e.message))?;
             p.log.append(&batches, options).await?;
+            p.after_leader_append();
         }
         let start = p.log.delete_records_before(keep_from).await?;
         tracing::info!(
@@ -499,4 +525,7 @@ pub enum GroupAppendError {
     TooLarge(String),
     #[error(transparent)]
     Log(#[from] LogError),
+    /// Not the leader any more, or the in-sync replicas did not take the records in time.
+    #[error("{0}")]
+    Replication(String),
 }

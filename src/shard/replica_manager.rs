@@ -31,6 +31,7 @@ use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::ids::{BrokerId, LeaderEpoch};
 use crate::controller::published::ClusterSummary;
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
+use crate::group::api::OFFSETS_TOPIC;
 use crate::protocol::ResponseError;
 use crate::replication::leader_state::{IsrProposal, LeaderConfig};
 use crate::replication::replica_client::ReplicaClient;
@@ -123,25 +124,34 @@ async fn apply_roles(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
         return;
     }
     let now = runtime::now_ms();
+    let mut offsets_led = false;
     for p in shard.owned_partitions() {
         let Some(state) = summary.metadata.partition_by_name(&p.topic, p.index) else {
             continue;
         };
+        let offsets = p.topic == OFFSETS_TOPIC;
         if state.leader == Some(manager.me) {
-            if let Err(e) = p
-                .lead(manager.me, state, manager.leader_config(&p), now)
-                .await
-            {
+            let config = manager.leader_config(&p);
+            if let Err(e) = p.lead(manager.me, state, config, now).await {
                 tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader");
             }
+            p.note_replica_liveness(|b| b == manager.me || summary.metadata.is_unfenced(b));
+            offsets_led |= offsets;
         } else {
             p.follow(state.leader, state.leader_epoch);
+            if offsets {
+                shard.unload_group_partition(p.index);
+            }
             if let Some(leader) = state.leader {
                 ensure_fetcher(shard, manager, leader);
             }
         }
     }
     *manager.applied.borrow_mut() = Some(summary);
+    if offsets_led {
+        // The coordinator moves with the leadership: groups of newly led partitions load.
+        shard.load_group_partitions().await;
+    }
 }
 
 /// Every half `replica.lag.time.max.ms` (Kafka's ISR expiration task), leaders look for
