@@ -13,5 +13,6 @@ pub mod http;
 pub mod latency;
 pub mod prometheus_text;
 pub mod registry;
+mod replication_text;
 pub mod snapshot;
 pub mod stages_json;

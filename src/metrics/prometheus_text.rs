@@ -381,6 +381,8 @@ pub fn render(shards: &[ShardMetrics]) -> String {
         }
     }
 
+    super::replication_text::replication_families(&mut out, shards);
+
     out.family(
         "ringbroker_consumer_group_committed_offset",
         "gauge",
@@ -426,7 +428,7 @@ pub fn render(shards: &[ShardMetrics]) -> String {
 }
 
 #[derive(Default)]
-struct Text {
+pub(super) struct Text {
     text: String,
 }
 
@@ -444,13 +446,17 @@ impl Text {
         }
     }
 
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
+    pub(super) fn into_text(self) -> String {
+        self.text
+    }
+
+    pub(super) fn family(&mut self, name: &str, kind: &str, help: &str) {
         // Writing to a String cannot fail.
         let _ = writeln!(self.text, "# HELP {name} {help}");
         let _ = writeln!(self.text, "# TYPE {name} {kind}");
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+    pub(super) fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         self.text.push_str(name);
         if !labels.is_empty() {
             self.text.push('{');
@@ -539,6 +545,7 @@ mod tests {
                 segments: 1,
                 flights: 3,
                 fsyncs: 1,
+                replication: None,
             }],
             group_offsets: vec![GroupOffset {
                 group: "g \"quoted\"\\".into(),

@@ -39,6 +39,25 @@ pub struct PartitionStats {
     /// Group-commit flights and fdatasync calls of this log since it was opened.
     pub flights: u64,
     pub fsyncs: u64,
+    /// Cluster mode: the partition's replication as this broker sees it.
+    pub replication: Option<ReplicationStats>,
+}
+
+/// One partition's replication, from this broker's side.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplicationStats {
+    pub leader: bool,
+    /// Leaders only: in-sync replicas, replicas, and whether the ISR is below
+    /// `min.insync.replicas`.
+    pub isr_size: usize,
+    pub replicas: usize,
+    pub under_min_isr: bool,
+    /// Leaders only: per follower, (broker id, offsets behind the leader's end, ms since
+    /// it was last caught up).
+    pub followers: Vec<(i32, i64, i64)>,
+    /// Bytes appended from the leader (as follower) and read for followers (as leader).
+    pub fetched_bytes: u64,
+    pub served_bytes: u64,
 }
 
 /// A consumer group's committed offset for one partition.

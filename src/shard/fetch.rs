@@ -234,6 +234,9 @@ impl Shard {
             .read_within(offset, limit.max_bytes, upper_bound, limit.whole_first)
             .await;
         metrics::record_stage(Stage::Read, started.elapsed());
+        if let (Ok(r), FetchReader::Replica { .. }) = (&read, reader) {
+            p.count_replica_bytes(0, r.records.len() as u64);
+        }
         read.map(|r| FetchedData {
             records: r.records,
             high_watermark,

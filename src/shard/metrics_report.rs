@@ -28,12 +28,13 @@ impl Shard {
                     topic: p.topic.clone(),
                     partition: p.index,
                     log_start_offset: offsets.log_start_offset,
-                    high_watermark: offsets.written_end_offset,
+                    high_watermark: p.high_watermark(),
                     log_end_offset: offsets.log_end_offset,
                     size_bytes: offsets.size_bytes,
                     segments: offsets.segments,
                     flights: stats.flights,
                     fsyncs: stats.fsyncs,
+                    replication: p.replication_stats(runtime::now_ms()),
                 }
             })
             .collect();

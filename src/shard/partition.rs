@@ -63,6 +63,8 @@ pub struct Partition {
     /// Held by a follower's append or truncation and by becoming leader, so that a fetch
     /// answered just before a role change is never appended after it.
     pub(super) replica_io: Exclusive,
+    /// Bytes appended from the leader, and read for followers (metrics).
+    pub(super) replica_bytes: (Cell<u64>, Cell<u64>),
 }
 
 impl Partition {
@@ -80,6 +82,7 @@ impl Partition {
             epochs: RefCell::new(LeaderEpochCache::new()),
             hw_waiters: RefCell::new(Vec::new()),
             replica_io: Exclusive::new(),
+            replica_bytes: (Cell::new(0), Cell::new(0)),
         }
     }
 

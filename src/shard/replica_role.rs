@@ -17,6 +17,7 @@ use std::time::Duration;
 use crate::controller::cluster_metadata::PartitionState;
 use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
 use crate::log::{AppendOptions, LogError};
+use crate::metrics::snapshot::ReplicationStats;
 use crate::protocol::record_batch::BatchHeader;
 use crate::protocol::ResponseError;
 use crate::replication::epoch_cache::{self, LeaderEpochCache};
@@ -431,6 +432,7 @@ impl Partition {
                 .log
                 .stage_replica(records, AppendOptions::new(false, now_ms))?;
             staged.written().await?;
+            self.count_replica_bytes(records.len() as u64, 0);
             self.producers.replay_replicated(&headers, now_ms);
             let new_epochs = self.note_batch_epochs(&headers);
             if new_epochs {
@@ -560,6 +562,45 @@ impl Partition {
             ReplicaRole::Leader(l) => l.check_shrink(now_ms),
             _ => None,
         }
+    }
+
+    /// What the metrics show of the partition's replication (`None` on a single node).
+    pub fn replication_stats(&self, now_ms: i64) -> Option<ReplicationStats> {
+        let mut stats = ReplicationStats {
+            fetched_bytes: self.replica_bytes.0.get(),
+            served_bytes: self.replica_bytes.1.get(),
+            ..ReplicationStats::default()
+        };
+        match &*self.role.borrow() {
+            ReplicaRole::Alone => return None,
+            ReplicaRole::Follower(_) => {}
+            ReplicaRole::Leader(l) => {
+                stats.leader = true;
+                stats.isr_size = l.isr().len();
+                stats.replicas = l.replicas().len();
+                stats.under_min_isr = l.under_min_isr();
+                let leo = l.log_end_offset();
+                for r in l.replicas() {
+                    if let Some(f) = l.follower(*r) {
+                        let behind = if f.log_end_offset < 0 {
+                            leo
+                        } else {
+                            (leo - f.log_end_offset).max(0)
+                        };
+                        let since = now_ms.saturating_sub(f.last_caught_up_ms).max(0);
+                        stats.followers.push((r.0, behind, since));
+                    }
+                }
+            }
+        }
+        Some(stats)
+    }
+
+    /// Counts bytes replicated here (`fetched`) or read for a follower.
+    pub fn count_replica_bytes(&self, fetched: u64, served: u64) {
+        let (f, s) = &self.replica_bytes;
+        f.set(f.get() + fetched);
+        s.set(s.get() + served);
     }
 
     /// Reads `leader-epoch-checkpoint` (at open, in cluster mode).
