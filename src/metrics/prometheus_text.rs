@@ -446,6 +446,7 @@ impl Text {
         }
     }
 
+    #[cfg(test)]
     pub(super) fn into_text(self) -> String {
         self.text
     }

@@ -17,7 +17,8 @@ pub(super) fn replication_families(out: &mut Text, shards: &[ShardMetrics]) {
     if !shards.iter().any(|s| !replicated(s).is_empty()) {
         return;
     }
-    let counts: [(&str, &str, fn(&ReplicationStats) -> bool); 2] = [
+    type Counted = fn(&ReplicationStats) -> bool;
+    let counts: [(&str, &str, Counted); 2] = [
         (
             "ringbroker_under_replicated_partitions",
             "Partitions led here whose ISR is smaller than their replica set.",
@@ -74,7 +75,8 @@ pub(super) fn replication_families(out: &mut Text, shards: &[ShardMetrics]) {
             }
         }
     }
-    let lag: [(&str, &str, fn(&(i32, i64, i64)) -> f64); 2] = [
+    type Lag = fn(&(i32, i64, i64)) -> f64;
+    let lag: [(&str, &str, Lag); 2] = [
         (
             "ringbroker_replica_lag_offsets",
             "Offsets a follower is behind the leader's log end (partitions led here).",
