@@ -453,6 +453,7 @@ impl BrokerConfig {
             | "broker.session.timeout.ms"
             | "controller.quorum.election.timeout.ms"
             | "default.replication.factor"
+            | "offsets.topic.replication.factor"
             | "replica.fetch.max.bytes"
             | "replica.fetch.wait.max.ms"
             | "replica.lag.time.max.ms" => {
@@ -628,6 +629,7 @@ pub const CLUSTER_PROPERTY_DEFAULTS: &[(&str, &str)] = &[
     ("controller.quorum.election.timeout.ms", "1000"),
     ("controller.quorum.voters", ""),
     ("default.replication.factor", "1"),
+    ("offsets.topic.replication.factor", "3"),
     ("process.roles", ""),
     ("replica.fetch.max.bytes", "1048576"),
     ("replica.fetch.wait.max.ms", "500"),

@@ -149,6 +149,8 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         .group
         .offsets_partitions
         .to_string()),
+    prop!("offsets.topic.replication.factor", |c| c
+        .cluster_property("offsets.topic.replication.factor")),
     prop!("process.roles", |c| c.cluster_property("process.roles")),
     prop!("producer.id.expiration.ms", |c| c
         .producer_id_expiration_ms

@@ -58,6 +58,8 @@ pub struct KraftConfig {
     pub replica_fetch_wait_max_ms: u64,
     /// `replica.fetch.max.bytes`: per partition of a follower's fetch.
     pub replica_fetch_max_bytes: u64,
+    /// `offsets.topic.replication.factor` (capped by the live brokers at creation).
+    pub offsets_topic_replication_factor: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -323,6 +325,12 @@ impl KraftConfig {
                 props.get("replica.fetch.max.bytes"),
                 1 << 20,
             )?,
+            offsets_topic_replication_factor: positive_u64(
+                "offsets.topic.replication.factor",
+                props.get("offsets.topic.replication.factor"),
+                3,
+            )?
+            .min(i32::MAX as u64) as i32,
         };
         config.check()?;
         Ok(Some(config))

@@ -296,6 +296,7 @@ pub async fn start(
         tasks.push(runtime::spawn(create_offsets_topic(
             Rc::clone(shard),
             Rc::clone(&view),
+            kraft.offsets_topic_replication_factor,
             Rc::clone(&shutdown),
         )));
     }
@@ -404,23 +405,33 @@ async fn follow_applied(
 async fn create_offsets_topic(
     shard: Rc<Shard>,
     view: Rc<MetadataView>,
+    wanted: i32,
     shutdown: Rc<ShutdownSignal>,
 ) {
+    let mut first_live: Option<std::time::Instant> = None;
     while !shutdown.is_triggered() {
-        let live = view.get().brokers().any(|b| !b.fenced);
-        if view
-            .get()
+        let meta = view.get();
+        if meta
             .topic_by_name(crate::group::api::OFFSETS_TOPIC)
             .is_some()
         {
             return;
         }
-        if live {
-            shard.ensure_offsets_topic().await;
+        let live = meta.brokers().filter(|b| !b.fenced).count() as i32;
+        if live > 0 {
+            let since = *first_live.get_or_insert_with(std::time::Instant::now);
+            // `offsets.topic.replication.factor`, capped by the live brokers once the others
+            // had a while to register (a cluster starting up registers within seconds).
+            if live >= wanted || since.elapsed() >= OFFSETS_TOPIC_WAIT {
+                shard.ensure_offsets_topic(wanted.min(live)).await;
+            }
         }
         futures_lite::future::or(runtime::sleep(Duration::from_secs(1)), shutdown.wait()).await;
     }
 }
+
+/// How long the offsets topic waits for `offsets.topic.replication.factor` live brokers.
+const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(10);
 
 impl ClusterTasks {
     /// Stops the tasks, then the Raft node.

@@ -339,7 +339,7 @@ async fn shard_main(
     shard.publish_offline_partitions().await;
     // In cluster mode the controller creates it (server/cluster.rs).
     if cluster.is_none() {
-        shard.ensure_offsets_topic().await;
+        shard.ensure_offsets_topic(-1).await;
     }
     let mut cluster_tasks = None;
     if let Some(setup) = &cluster {

@@ -191,8 +191,8 @@ impl Shard {
 
     /// Shard 0 at startup: creates `__consumer_offsets` if it does not exist yet (Kafka creates
     /// it on the first FindCoordinator; creating it up front means the first consumer does
-    /// not wait for it).
-    pub async fn ensure_offsets_topic(self: &Rc<Self>) {
+    /// not wait for it). `replication_factor` -1: `default.replication.factor`.
+    pub async fn ensure_offsets_topic(self: &Rc<Self>, replication_factor: i32) {
         if self.id != 0 || self.metadata().topic(OFFSETS_TOPIC).is_some() {
             return;
         }
@@ -207,7 +207,7 @@ impl Shard {
         let created = self
             .admin(super::messages::AdminOp::CreateTopic {
                 name: OFFSETS_TOPIC.to_string(),
-                replication_factor: -1,
+                replication_factor,
                 assignment: None,
                 partitions,
                 configs,

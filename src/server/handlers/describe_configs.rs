@@ -445,6 +445,11 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Replication factor of topics created without one.",
         ),
         (
+            "offsets.topic.replication.factor",
+            TYPE_INT,
+            "Replication factor of __consumer_offsets (capped by the live brokers).",
+        ),
+        (
             "process.roles",
             TYPE_LIST,
             "broker, controller, or both (default: both for a voter).",
