@@ -410,14 +410,17 @@ async fn create_offsets_topic(
 ) {
     let mut first_live: Option<std::time::Instant> = None;
     while !shutdown.is_triggered() {
-        let meta = view.get();
-        if meta
-            .topic_by_name(crate::group::api::OFFSETS_TOPIC)
-            .is_some()
-        {
+        // Read and released before any await (the view is a borrowed cell).
+        let (exists, live) = {
+            let meta = view.get();
+            let exists = meta
+                .topic_by_name(crate::group::api::OFFSETS_TOPIC)
+                .is_some();
+            (exists, meta.brokers().filter(|b| !b.fenced).count() as i32)
+        };
+        if exists {
             return;
         }
-        let live = meta.brokers().filter(|b| !b.fenced).count() as i32;
         if live > 0 {
             let since = *first_live.get_or_insert_with(std::time::Instant::now);
             // `offsets.topic.replication.factor`, capped by the live brokers once the others
