@@ -631,3 +631,7 @@ impl Partition {
             .map_err(|e| LogError::from_io(&dir, "writing the leader epoch checkpoint", e))
     }
 }
+
+#[cfg(test)]
+#[path = "replica_role_tests.rs"]
+mod tests;

@@ -1,0 +1,258 @@
+//! A partition's replica role against a real log in a temporary directory: a follower's
+//! appends keep the leader's offsets and epochs, late answers are dropped, a leader's HW
+//! follows its followers, divergence truncates, losing leadership answers acks=all at once.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::*;
+use crate::log::{Log, LogConfig};
+use crate::protocol::batch_builder::BatchBuilder;
+use crate::protocol::record_batch::{self, BatchHeader};
+use crate::replication::leader_state::LeaderConfig;
+
+const ME: BrokerId = BrokerId(1);
+const OTHER: BrokerId = BrokerId(2);
+
+/// `n` records in one batch, stamped as a leader at `epoch` would have them at `base`.
+fn leader_batch(base: i64, n: usize, epoch: i32, producer: Option<(i64, i32)>) -> Vec<u8> {
+    let mut b = BatchBuilder::new(1_000);
+    if let Some((id, seq)) = producer {
+        b = b.producer(id, 0, seq);
+    }
+    for i in 0..n {
+        b.push(None, Some(format!("v{i}").as_bytes()), 1_000, &[]);
+    }
+    let mut bytes = b.build().to_vec();
+    record_batch::set_base_offset(&mut bytes, base);
+    record_batch::set_partition_leader_epoch(&mut bytes, epoch);
+    bytes
+}
+
+fn state(leader: BrokerId, epoch: i32, isr: &[i32]) -> PartitionState {
+    PartitionState {
+        replicas: vec![ME, OTHER],
+        isr: isr.iter().copied().map(BrokerId).collect(),
+        leader: Some(leader),
+        leader_epoch: LeaderEpoch(epoch),
+        partition_epoch: PartitionEpoch(epoch),
+        slot: 0,
+    }
+}
+
+fn config(min_insync_replicas: usize) -> LeaderConfig {
+    LeaderConfig {
+        min_insync_replicas,
+        replica_lag_time_max_ms: 30_000,
+    }
+}
+
+async fn follower(dir: &std::path::Path) -> Rc<Partition> {
+    let log = Log::open(dir, LogConfig::default()).await.expect("open");
+    let p = Rc::new(Partition::replicated("t".into(), 0, log));
+    p.follow(Some(OTHER), LeaderEpoch(3));
+    p
+}
+
+fn at(offset: i64) -> FetchPosition {
+    FetchPosition {
+        leader: OTHER,
+        leader_epoch: LeaderEpoch(3),
+        fetch_offset: offset,
+    }
+}
+
+fn run<F: std::future::Future<Output = ()>>(test: impl FnOnce(std::path::PathBuf) -> F) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    crate::runtime::block_on(test(path)).expect("executor");
+}
+
+#[test]
+fn a_follower_keeps_the_leaders_offsets_epochs_and_producers() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        let batch = leader_batch(0, 4, 3, Some((77, 0)));
+        assert!(p
+            .append_replicated(at(0), &batch, 2, 5)
+            .await
+            .expect("append"));
+        assert_eq!(p.log.offsets().written_end_offset, 4);
+        // HW = min(leader's HW, own end): consumers of a follower see only what is committed.
+        assert_eq!(p.high_watermark(), 2);
+        let read = p.log.read(0, 1 << 20, None).await.expect("read");
+        let h = BatchHeader::parse(&read.records).expect("header");
+        assert_eq!((h.base_offset, h.partition_leader_epoch), (0, 3));
+        assert_eq!(p.epoch_cache().epoch_start(LeaderEpoch(3)), Some(0));
+        assert!(
+            p.producers.table().entry(77).is_some(),
+            "idempotent producer rebuilt"
+        );
+        // The leader's HW moves on with an empty answer.
+        assert!(p.append_replicated(at(4), &[], 4, 6).await.expect("hw"));
+        assert_eq!(p.high_watermark(), 4);
+        // The epoch cache is on disk in Kafka's format.
+        let text = std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).expect("file");
+        assert_eq!(text, "0\n1\n3 0\n");
+    });
+}
+
+#[test]
+fn an_answer_the_partition_moved_on_from_is_dropped() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        // Asked at another offset than where the log ends now.
+        let batch = leader_batch(0, 2, 3, None);
+        assert!(!p
+            .append_replicated(at(5), &batch, 2, 1)
+            .await
+            .expect("stale offset"));
+        // Asked of the previous leader epoch.
+        let mut old = at(0);
+        old.leader_epoch = LeaderEpoch(2);
+        assert!(!p
+            .append_replicated(old, &batch, 2, 1)
+            .await
+            .expect("stale epoch"));
+        // Became leader meanwhile: a late answer must never land in a leader's log.
+        p.lead(ME, &state(ME, 4, &[1]), config(1), 1)
+            .await
+            .expect("lead");
+        assert!(!p
+            .append_replicated(at(0), &batch, 2, 1)
+            .await
+            .expect("now leader"));
+        assert_eq!(p.log.offsets().written_end_offset, 0);
+    });
+}
+
+#[test]
+fn a_leaders_hw_follows_its_in_sync_follower_and_answers_acks_all() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        p.lead(ME, &state(ME, 4, &[1, 2]), config(2), 1)
+            .await
+            .expect("lead");
+        assert_eq!(p.leading_epoch(), Some(LeaderEpoch(4)));
+        assert_eq!(p.epoch_cache().epoch_start(LeaderEpoch(4)), Some(0));
+        let options = p.leader_append_options(false, 1).expect("leader");
+        assert_eq!(options.leader_epoch, Some(4));
+        p.check_acks_all()
+            .expect("ISR of 2 meets min.insync.replicas 2");
+        let info = p
+            .produce(&leader_batch(0, 3, -1, None), options)
+            .await
+            .expect("append");
+        p.after_leader_append();
+        assert_eq!(p.high_watermark(), 0, "the follower has not fetched yet");
+        let waiting = {
+            let p = Rc::clone(&p);
+            crate::runtime::spawn(async move {
+                p.wait_acks_all(
+                    Some(LeaderEpoch(4)),
+                    info.last_offset,
+                    Duration::from_secs(30),
+                )
+                .await
+            })
+        };
+        crate::runtime::sleep(Duration::from_millis(5)).await;
+        // The follower's fetch at 3 is its log end: everything is replicated.
+        let check = p.check_replica_fetch(OTHER, 3, 4, 4, 2).expect("fetch");
+        assert_eq!((check.diverging, check.high_watermark), (None, 3));
+        assert_eq!(waiting.await.map_err(|e| e.code), Ok(()));
+        assert_eq!(p.high_watermark(), 3);
+        // A fetch with an older leader epoch is fenced, a newer one unknown.
+        let fenced = p
+            .check_replica_fetch(OTHER, 3, 3, 4, 3)
+            .expect_err("fenced");
+        assert_eq!(fenced.code, ResponseError::FencedLeaderEpoch.code());
+        let unknown = p
+            .check_replica_fetch(OTHER, 3, 5, 4, 3)
+            .expect_err("unknown");
+        assert_eq!(unknown.code, ResponseError::UnknownLeaderEpoch.code());
+    });
+}
+
+#[test]
+fn a_diverging_follower_is_told_where_its_epoch_ended_and_truncates() {
+    run(|dir| async move {
+        // The follower wrote epoch 3 up to offset 8, in two batches (truncation removes
+        // whole batches).
+        let p = follower(&dir).await;
+        let mut batches = leader_batch(0, 5, 3, None);
+        batches.extend(leader_batch(5, 3, 3, None));
+        assert!(p
+            .append_replicated(at(0), &batches, 0, 1)
+            .await
+            .expect("append"));
+        // The new leader (here, another partition) has epoch 3 up to 5, then epoch 4.
+        let leader_dir = dir.join("leader");
+        std::fs::create_dir_all(&leader_dir).expect("dir");
+        let leader = follower(&leader_dir).await;
+        let first = leader_batch(0, 5, 3, None);
+        assert!(leader
+            .append_replicated(at(0), &first, 0, 1)
+            .await
+            .expect("leader log"));
+        leader
+            .lead(OTHER, &state(OTHER, 4, &[2]), config(1), 1)
+            .await
+            .expect("lead");
+        let check = leader.check_replica_fetch(ME, 8, 4, 3, 2).expect("fetch");
+        assert_eq!(check.diverging, Some((3, 5)));
+        // The follower cuts its log to 5 and forgets the epochs past it.
+        let mut asked = at(8);
+        asked.leader_epoch = LeaderEpoch(3);
+        assert_eq!(p.truncate_diverging(asked, 5).await.expect("truncate"), 5);
+        assert_eq!(p.log.offsets().written_end_offset, 5);
+        assert_eq!(p.epoch_cache().latest_epoch(), Some(LeaderEpoch(3)));
+        // Now the fetch matches the leader's log.
+        let check = leader.check_replica_fetch(ME, 5, 4, 3, 3).expect("fetch");
+        assert_eq!(check.diverging, None);
+    });
+}
+
+#[test]
+fn losing_leadership_answers_acks_all_at_once() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        p.lead(ME, &state(ME, 4, &[1, 2]), config(1), 1)
+            .await
+            .expect("lead");
+        let options = p.leader_append_options(false, 1).expect("leader");
+        let info = p
+            .produce(&leader_batch(0, 1, -1, None), options)
+            .await
+            .expect("append");
+        let waiting = {
+            let p = Rc::clone(&p);
+            crate::runtime::spawn(async move {
+                p.wait_acks_all(
+                    Some(LeaderEpoch(4)),
+                    info.last_offset,
+                    Duration::from_secs(30),
+                )
+                .await
+            })
+        };
+        crate::runtime::sleep(Duration::from_millis(5)).await;
+        p.follow(Some(OTHER), LeaderEpoch(5));
+        let code = waiting.await.map_err(|e| e.code);
+        assert_eq!(code, Err(ResponseError::NotLeaderOrFollower.code()));
+        let refused = p.leader_append_options(false, 2).expect_err("follower");
+        assert_eq!(refused.code, ResponseError::NotLeaderOrFollower.code());
+    });
+}
+
+#[test]
+fn acks_all_is_refused_before_appending_when_the_isr_is_too_small() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        p.lead(ME, &state(ME, 4, &[1]), config(2), 1)
+            .await
+            .expect("lead");
+        let refused = p.check_acks_all().expect_err("ISR 1 < min 2");
+        assert_eq!(refused.code, ResponseError::NotEnoughReplicas.code());
+    });
+}
