@@ -156,7 +156,11 @@ impl Shard {
             if end > *offset {
                 return true;
             }
-            p.watch_appends(&waker);
+            if log_end {
+                p.watch_appends(&waker);
+            } else {
+                p.watch_high_watermark(&waker);
+            }
             watching = true;
         }
         if !watching {

@@ -47,6 +47,9 @@ pub struct Partition {
     pub producers: Rc<ProducerStates>,
     /// Long-polling fetchers waiting for the next append.
     waiters: RefCell<Vec<Weak<AppendWaker>>>,
+    /// Consumers' long polls waiting for the HW to move (cluster mode; a single node's
+    /// consumers wait in `waiters`, every append moving its HW).
+    hw_watchers: RefCell<Vec<Weak<AppendWaker>>>,
     /// The fetch offset of the last corrupt read logged (a consumer retries it forever).
     corrupt_logged_at: Cell<Option<i64>>,
     /// The active segment when producer state was last snapshotted: a roll snapshots again,
@@ -75,6 +78,7 @@ impl Partition {
             log,
             producers: ProducerStates::new(),
             waiters: RefCell::new(Vec::new()),
+            hw_watchers: RefCell::new(Vec::new()),
             corrupt_logged_at: Cell::new(None),
             snapshot_segment: Cell::new(-1),
             checking: Exclusive::new(),
@@ -142,7 +146,7 @@ impl Partition {
         drop(in_order);
         let result = appending.await;
         if result.is_ok() {
-            self.notify_append();
+            self.notify_log_end();
             self.snapshot_after_roll();
         }
         result
@@ -191,21 +195,53 @@ impl Partition {
         waiters.push(Rc::downgrade(waker));
     }
 
-    /// Wakes every waiting fetcher.
-    pub fn notify_append(&self) {
-        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
-        for w in waiters.iter().filter_map(Weak::upgrade) {
-            w.wake();
+    /// Wakes `waker` when the high watermark moves (a consumer's long poll). On a single
+    /// node that is every append.
+    pub fn watch_high_watermark(&self, waker: &Rc<AppendWaker>) {
+        if !self.is_replicated() {
+            return self.watch_appends(waker);
         }
+        let mut watchers = self.hw_watchers.borrow_mut();
+        watchers.retain(|w| w.strong_count() > 0);
+        watchers.push(Rc::downgrade(waker));
+    }
+
+    /// Wakes every waiting fetcher, consumers and followers (data came, or the partition
+    /// goes away).
+    pub fn notify_append(&self) {
+        wake_all(&self.waiters);
+        wake_all(&self.hw_watchers);
+    }
+
+    /// A leader appended: followers' long polls wake; consumers only once the HW moves.
+    fn notify_log_end(&self) {
+        wake_all(&self.waiters);
+        if !self.is_replicated() {
+            wake_all(&self.hw_watchers);
+        }
+    }
+
+    /// The HW moved: consumers' long polls wake (followers wait for data, not for this).
+    pub(super) fn notify_high_watermark(&self) {
+        wake_all(&self.hw_watchers);
     }
 
     /// Fetchers currently registered (for tests and metrics).
     pub fn watcher_count(&self) -> usize {
-        self.waiters
-            .borrow()
-            .iter()
-            .filter(|w| w.strong_count() > 0)
-            .count()
+        let live = |list: &RefCell<Vec<Weak<AppendWaker>>>| {
+            list.borrow()
+                .iter()
+                .filter(|w| w.strong_count() > 0)
+                .count()
+        };
+        live(&self.waiters) + live(&self.hw_watchers)
+    }
+}
+
+fn wake_all(list: &RefCell<Vec<Weak<AppendWaker>>>) {
+    let waiters = std::mem::take(&mut *list.borrow_mut());
+    for w in waiters.iter().filter_map(Weak::upgrade) {
+        w.wake();
     }
 }
 

@@ -260,7 +260,7 @@ impl Partition {
         for w in waiters {
             w.send(());
         }
-        self.notify_append();
+        self.notify_high_watermark();
     }
 
     /// Applies the controller's state of the partition, `me` leading it: becomes leader at

@@ -37,7 +37,14 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             let mut r = ListOffsetsPartitionResponse::default();
             r.partition_index = p.partition_index;
             if req.version() >= 4 && p.timestamp != LATEST_TIERED_TIMESTAMP {
-                r.leader_epoch = 0;
+                // The leader's epoch (one node: 0). A consumer validates its position with
+                // it after a leader change (KIP-320), so it must be the current one: with an
+                // older epoch the leader would report that epoch's end and the client would
+                // see a truncation that did not happen.
+                r.leader_epoch = req
+                    .shard
+                    .leader_hint(&topic.name.0, p.partition_index)
+                    .map_or(0, |h| h.leader_epoch);
             }
             match results.next() {
                 Some(PartitionResult::ListOffsets(Ok((offset, timestamp)))) => {
