@@ -90,9 +90,11 @@ FAULT_SECS = args.soak_secs if SOAK else args.fault_secs
 MAX_FAULTS = 2000 if SOAK else 40
 MIN_FAULTS = 10 if SOAK else (3 if FAULT_SECS >= 60 else 1)
 # How long a fault lasts: a killed broker stays down, a paused one (a zombie) stopped, the proxied
-# one cut off, for 1.5 to 3 session timeouts: long enough to be fenced and to lose its leadership,
-# and longer than replica.lag.time.max.ms, so followers fall out of the ISR.
-DOWN_S = (1.5 * SESSION_MS / 1000, 3 * SESSION_MS / 1000)
+# one cut off, for 2.5 to 3.5 session timeouts: long enough to be fenced and to lose its
+# leadership even when it was the active controller (a new controller gives every broker a full
+# session of grace first: a 3.3 s pause of the controller once ended before its partitions had a
+# new leader), and longer than replica.lag.time.max.ms, so followers fall out of the ISR.
+DOWN_S = (2.5 * SESSION_MS / 1000, 3.5 * SESSION_MS / 1000)
 REJOIN_S = 20.0  # bound for a faulted broker to be back in every ISR
 FLUSH_S = 45.0  # bound for a producer's flush (message.timeout.ms is 30 s)
 READ_S = 40.0  # bound for one full read of the topic
