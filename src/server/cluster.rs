@@ -157,6 +157,15 @@ fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// Every voter with its resolved CONTROLLER address.
+fn voter_addresses(kraft: &KraftConfig) -> Result<Vec<(BrokerId, String)>, ClusterStartError> {
+    kraft
+        .voters
+        .iter()
+        .map(|v| Ok((v.id, resolve(&v.address)?.to_string())))
+        .collect()
+}
+
 fn resolve(address: &HostPort) -> Result<SocketAddr, ClusterStartError> {
     let err = |reason: String| ClusterStartError::Resolve {
         host: address.host.clone(),
@@ -196,10 +205,7 @@ pub async fn start(
     let config = &shard.config;
     let kraft = &setup.kraft;
     let shutdown = Rc::new(ShutdownSignal::new());
-    let mut voters: Vec<(BrokerId, String)> = Vec::new();
-    for v in &kraft.voters {
-        voters.push((v.id, resolve(&v.address)?.to_string()));
-    }
+    let voters = voter_addresses(kraft)?;
     let heartbeat_interval = Duration::from_millis(kraft.heartbeat_interval_ms);
     let mut tasks = Vec::new();
     let node = if kraft.roles.controller {
@@ -312,10 +318,7 @@ pub async fn start(
 /// metadata says, followers fetch, leaders ask the controller for ISR changes.
 pub fn start_replication(setup: &ClusterSetup, shard: &Rc<Shard>) -> Result<(), ClusterStartError> {
     let kraft = &setup.kraft;
-    let mut voters: Vec<(BrokerId, String)> = Vec::new();
-    for v in &kraft.voters {
-        voters.push((v.id, resolve(&v.address)?.to_string()));
-    }
+    let voters = voter_addresses(kraft)?;
     let settings = ReplicaSettings {
         replica_lag_time_max_ms: kraft.replica_lag_time_max_ms,
         replica_fetch_wait_max_ms: kraft.replica_fetch_wait_max_ms,

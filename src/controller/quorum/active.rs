@@ -120,6 +120,15 @@ async fn propose_at(
     }
 }
 
+/// The answer to a broker request whose decision did not commit: the leader it lost to, or
+/// REQUEST_TIMED_OUT (the change may still commit; the broker retries and sees it).
+fn not_committed(e: ProposeError) -> ControllerResponse {
+    match e {
+        ProposeError::NotLeader(n) => ControllerResponse::NotController { leader: n.leader },
+        e => refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
+    }
+}
+
 fn refused(e: impl std::fmt::Display, code: i16) -> ControllerResponse {
     ControllerResponse::Refused {
         code,
@@ -216,9 +225,7 @@ async fn topic_changes(
             results: decision.results,
             committed: Some(last),
         },
-        Err(ProposeError::NotLeader(n)) => ControllerResponse::NotController { leader: n.leader },
-        // REQUEST_TIMED_OUT: the change may still commit; the client retries and sees it.
-        Err(e) => refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
+        Err(e) => not_committed(e),
     }
 }
 
@@ -236,10 +243,7 @@ async fn alter_partition(
     if !records.is_empty() {
         match propose_at(node, records).await {
             Ok(_) => {}
-            Err(ProposeError::NotLeader(n)) => {
-                return ControllerResponse::NotController { leader: n.leader }
-            }
-            Err(e) => return refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
+            Err(e) => return not_committed(e),
         }
     }
     let meta = node.view().get();
@@ -284,7 +288,6 @@ async fn allocate_producer_ids(
             ControllerResponse::ProducerIds { start, end }
         }
         Ok(_) => refused("the producer id block was not applied; retry", -1),
-        Err(ProposeError::NotLeader(n)) => ControllerResponse::NotController { leader: n.leader },
-        Err(e) => refused(e, crate::protocol::ResponseError::RequestTimedOut.code()),
+        Err(e) => not_committed(e),
     }
 }
