@@ -335,7 +335,7 @@ fn fetch_request(
         f.partition = p.index;
         f.fetch_offset = position.fetch_offset;
         f.current_leader_epoch = position.leader_epoch.0;
-        f.last_fetched_epoch = p.epoch_cache().latest_epoch().map_or(-1, |e| e.0);
+        f.last_fetched_epoch = p.latest_epoch().map_or(-1, |e| e.0);
         f.log_start_offset = -1;
         f.partition_max_bytes = manager
             .settings
@@ -374,13 +374,15 @@ async fn apply_response(
     // make the fetcher pause.
     let mut answered = false;
     let now = runtime::now_ms();
+    // By name: a follower may fetch thousands of partitions from one leader.
+    let by_name: HashMap<(&str, i32), (&Rc<Partition>, &FetchPosition)> = partitions
+        .iter()
+        .zip(asked)
+        .map(|(p, a)| ((p.topic.as_str(), p.index), (p, a)))
+        .collect();
     for t in response.responses {
         for d in t.partitions {
-            let Some((p, asked)) = partitions
-                .iter()
-                .zip(asked)
-                .find(|(p, _)| p.topic == t.topic.0.as_str() && p.index == d.partition_index)
-            else {
+            let Some(&(p, asked)) = by_name.get(&(t.topic.0.as_str(), d.partition_index)) else {
                 continue;
             };
             if d.error_code != 0 {

@@ -154,6 +154,11 @@ impl Partition {
         !matches!(&*self.role.borrow(), ReplicaRole::Alone)
     }
 
+    /// The latest leader epoch in the log (a follower's `LastFetchedEpoch`).
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        self.epochs.borrow().latest_epoch()
+    }
+
     /// A copy of the epoch cache (OffsetForLeaderEpoch, tests).
     pub fn epoch_cache(&self) -> LeaderEpochCache {
         self.epochs.borrow().clone()
