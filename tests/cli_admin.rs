@@ -285,6 +285,45 @@ fn creating_an_existing_topic_fails_unless_if_not_exists() {
 }
 
 #[test]
+fn replica_assignments_are_given_as_kafka_topics_takes_them() {
+    let broker = Broker::start(&["node.id=3"]);
+    let out = json(
+        &broker,
+        &["topic", "create", "placed", "--replica-assignment", "3,3"],
+    );
+    assert_eq!(out["partitions"], 2);
+    // Only this broker exists: another broker id is the broker's refusal, explained.
+    let err = fails(
+        &broker,
+        &[
+            "topic",
+            "create",
+            "elsewhere",
+            "--replica-assignment",
+            "3:4",
+        ],
+        1,
+    );
+    assert!(err.contains("INVALID_REPLICA_ASSIGNMENT"), "{err}");
+    // The partition count comes from the assignment; both given is the CLI's refusal.
+    let err = fails(
+        &broker,
+        &[
+            "topic",
+            "create",
+            "both",
+            "-p",
+            "2",
+            "--replica-assignment",
+            "3",
+        ],
+        2,
+    );
+    assert!(err.contains("cannot be used with"), "{err}");
+    broker.stop_cleanly();
+}
+
+#[test]
 fn unknown_topics_are_unknown_topic_or_partition() {
     let broker = Broker::start(&[]);
     for args in [

@@ -84,8 +84,13 @@ pub struct CreateArgs {
     #[arg(long, short = 'p')]
     pub partitions: Option<i32>,
     /// Replication factor (default: the broker's default.replication.factor).
-    #[arg(long, short = 'r')]
+    #[arg(long, short = 'r', conflicts_with = "replica_assignment")]
     pub replication_factor: Option<i16>,
+    /// Replicas of each partition instead of the broker's placement, as kafka-topics.sh
+    /// takes them: partitions separated by commas, broker ids by colons, the first the
+    /// preferred leader: --replica-assignment 1:2:3,2:3:1
+    #[arg(long, value_parser = parse_replica_assignment, conflicts_with = "partitions")]
+    pub replica_assignment: Option<ReplicaAssignment>,
     /// A topic config, repeatable: -c retention.ms=86400000
     #[arg(long = "config", short = 'c', value_name = "NAME=VALUE", value_parser = parse_key_value)]
     pub configs: Vec<(String, String)>,
@@ -175,6 +180,26 @@ pub fn parse_key_value(s: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), value.trim().to_string()))
 }
 
+/// `--replica-assignment`'s value: the broker ids of each partition's replicas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaAssignment(pub Vec<Vec<i32>>);
+
+pub fn parse_replica_assignment(s: &str) -> Result<ReplicaAssignment, String> {
+    let partitions = s
+        .split(',')
+        .map(|p| {
+            p.split(':')
+                .map(|b| {
+                    b.trim()
+                        .parse::<i32>()
+                        .map_err(|_| format!("{b:?} in {s:?} is not a broker id"))
+                })
+                .collect::<Result<Vec<i32>, String>>()
+        })
+        .collect::<Result<Vec<Vec<i32>>, String>>()?;
+    Ok(ReplicaAssignment(partitions))
+}
+
 pub fn run(command: TopicCommand) -> Result<(), CliError> {
     match command {
         TopicCommand::Create(args) => create(args),
@@ -199,6 +224,7 @@ fn create(args: CreateArgs) -> Result<(), CliError> {
         name: args.name.clone(),
         partitions: args.partitions,
         replication_factor: args.replication_factor,
+        replica_assignment: args.replica_assignment.clone().map(|a| a.0),
         configs: args.configs.clone(),
     };
     let created = match admin::create_topic(&cluster, &topic) {
@@ -568,6 +594,20 @@ fn add_partitions(args: AddPartitionsArgs) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replica_assignments_are_read_as_kafka_topics_takes_them() {
+        assert_eq!(
+            parse_replica_assignment("1:2:3,2:3:1"),
+            Ok(ReplicaAssignment(vec![vec![1, 2, 3], vec![2, 3, 1]]))
+        );
+        assert_eq!(
+            parse_replica_assignment("1"),
+            Ok(ReplicaAssignment(vec![vec![1]]))
+        );
+        assert!(parse_replica_assignment("1:x").is_err());
+        assert!(parse_replica_assignment("1,,2").is_err());
+    }
 
     #[test]
     fn key_values_split_at_the_first_equals_sign() {

@@ -17,7 +17,7 @@ use kafka_protocol::messages::create_partitions_request::{
 };
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsResponse;
 use kafka_protocol::messages::create_topics_request::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
 use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::delete_groups_request::DeleteGroupsRequest;
@@ -42,7 +42,7 @@ use kafka_protocol::messages::offset_delete_request::{
     OffsetDeleteRequest, OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
 use kafka_protocol::messages::offset_delete_response::OffsetDeleteResponse;
-use kafka_protocol::messages::{ApiKey, GroupId};
+use kafka_protocol::messages::{ApiKey, BrokerId, GroupId};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::ResponseError;
 
@@ -87,6 +87,9 @@ pub struct NewTopic {
     pub partitions: Option<i32>,
     /// `None`: the broker's `default.replication.factor`.
     pub replication_factor: Option<i16>,
+    /// Replicas per partition (broker ids, the first the preferred leader) instead of the
+    /// broker's placement; then `partitions` and `replication_factor` must be `None`.
+    pub replica_assignment: Option<Vec<Vec<i32>>>,
     pub configs: Vec<(String, String)>,
 }
 
@@ -293,6 +296,18 @@ pub fn create_topic(cluster: &Cluster, topic: &NewTopic) -> ClientResult<()> {
     t.name = topic_name(&topic.name);
     t.num_partitions = topic.partitions.unwrap_or(-1);
     t.replication_factor = topic.replication_factor.unwrap_or(-1);
+    if let Some(assignment) = &topic.replica_assignment {
+        t.assignments = assignment
+            .iter()
+            .enumerate()
+            .map(|(index, brokers)| {
+                let mut a = CreatableReplicaAssignment::default();
+                a.partition_index = index as i32;
+                a.broker_ids = brokers.iter().map(|b| BrokerId(*b)).collect();
+                a
+            })
+            .collect();
+    }
     t.configs = topic
         .configs
         .iter()

@@ -231,6 +231,7 @@ impl Cluster {
             name: name.to_string(),
             partitions: Some(partitions),
             replication_factor: Some(replication_factor),
+            replica_assignment: None,
             configs: configs
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string()))

@@ -337,14 +337,20 @@ impl Shard {
             let shard = Rc::clone(self);
             tasks.push(runtime::spawn(async move {
                 let (indexes, ops): (Vec<usize>, Vec<PartitionOp>) = batch.into_iter().unzip();
-                let fallback: Vec<PartitionResult> = ops.iter().map(unavailable_result).collect();
-                let request = ShardRequest::Partitions { ops, fetch_budget };
                 let out = if owner == shard.id {
-                    match shard.execute_request(request).await {
+                    // The local shard always answers; its ops need no fallback (building
+                    // one formats a message per op, on every request).
+                    match shard
+                        .execute_request(ShardRequest::Partitions { ops, fetch_budget })
+                        .await
+                    {
                         ShardReply::Partitions(r) => r,
-                        _ => fallback,
+                        _ => Vec::new(),
                     }
                 } else {
+                    let fallback: Vec<PartitionResult> =
+                        ops.iter().map(unavailable_result).collect();
+                    let request = ShardRequest::Partitions { ops, fetch_budget };
                     let sent = std::time::Instant::now();
                     let reply = shard.request(owner, request).await;
                     metrics::registry::record_stage(metrics::registry::Stage::Hop, sent.elapsed());
