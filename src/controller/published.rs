@@ -90,7 +90,10 @@ impl PublishedCluster {
     }
 
     pub fn publish(&self, summary: ClusterSummary) {
-        let summary = Arc::new(summary);
+        self.publish_shared(Arc::new(summary));
+    }
+
+    pub fn publish_shared(&self, summary: Arc<ClusterSummary>) {
         match self.latest.lock() {
             Ok(mut g) => *g = summary,
             Err(poisoned) => *poisoned.into_inner() = summary,

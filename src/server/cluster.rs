@@ -381,7 +381,12 @@ async fn follow_applied(
         // The leader is polled every half second; the summary (a copy of the metadata's
         // maps) is only built when something changed.
         if caught_up && last_published != Some((offset, leader)) {
-            published.publish(ClusterSummary::of(&view.get(), leader));
+            let summary = Arc::new(ClusterSummary::of(&view.get(), leader));
+            // Roles first: a client told of a new leader finds it leading.
+            if last_published.is_none_or(|(o, _)| o != offset) {
+                shard.apply_roles_everywhere(&summary).await;
+            }
+            published.publish_shared(summary);
             last_published = Some((offset, leader));
         }
         applied.borrow_and_update();

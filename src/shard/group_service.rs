@@ -46,8 +46,11 @@ pub struct GroupService {
     coordinator: RefCell<GroupCoordinator>,
     waiting: RefCell<HashMap<Token, local_oneshot::Sender<Reply>>>,
     next_token: Cell<Token>,
-    /// `__consumer_offsets` partitions already loaded into the coordinator.
-    loaded: RefCell<HashSet<i32>>,
+    /// `__consumer_offsets` partitions loaded (or loading) into the coordinator, each with
+    /// its load's number: a load whose partition was unloaded and loaded again meanwhile
+    /// stops (two replays into one partition would apply old records after new ones).
+    loaded: RefCell<HashMap<i32, u64>>,
+    next_load: Cell<u64>,
     /// Appends issued and not finished, per partition (compaction waits for none).
     appends_in_flight: RefCell<HashMap<i32, usize>>,
     /// Partitions being compacted: new appends wait, so the rewritten (older) state never
@@ -69,7 +72,8 @@ impl GroupService {
             coordinator: RefCell::new(GroupCoordinator::new(config)),
             waiting: RefCell::new(HashMap::new()),
             next_token: Cell::new(0),
-            loaded: RefCell::new(HashSet::new()),
+            loaded: RefCell::new(HashMap::new()),
+            next_load: Cell::new(0),
             appends_in_flight: RefCell::new(HashMap::new()),
             compacting: RefCell::new(HashSet::new()),
             after_compaction: RefCell::new(Vec::new()),
@@ -278,6 +282,14 @@ impl Shard {
     /// into the coordinator. Groups of a partition answer COORDINATOR_LOAD_IN_PROGRESS until
     /// its load finished.
     pub(super) async fn load_group_partitions(self: &Rc<Self>) {
+        let loads = self.begin_group_loads();
+        self.finish_group_loads(loads).await;
+    }
+
+    /// The first half of [`Shard::load_group_partitions`], at once: the partitions to load
+    /// are marked loading (their groups answer COORDINATOR_LOAD_IN_PROGRESS, not
+    /// NOT_COORDINATOR, from now on). Returns them with their load numbers.
+    pub(super) fn begin_group_loads(&self) -> Vec<(i32, u64)> {
         if let Some(partitions) = super::groups::offsets_partition_count(&self.metadata()) {
             self.groups
                 .coordinator
@@ -292,21 +304,46 @@ impl Shard {
             .filter(|p| p.topic == OFFSETS_TOPIC)
             .filter(|p| !p.is_replicated() || p.leading_epoch().is_some())
             .map(|p| p.index)
-            .filter(|i| !self.groups.loaded.borrow().contains(i))
+            .filter(|i| !self.groups.loaded.borrow().contains_key(i))
             .collect();
         owned.sort_unstable();
+        let mut loads = Vec::with_capacity(owned.len());
         for index in owned {
-            if !self.groups.loaded.borrow_mut().insert(index) {
+            let load = self.groups.next_load.get() + 1;
+            self.groups.next_load.set(load);
+            self.groups.loaded.borrow_mut().insert(index, load);
+            self.groups.coordinator.borrow_mut().begin_load(index);
+            loads.push((index, load));
+        }
+        loads
+    }
+
+    /// Whether `load` of `index` is still the partition's current one.
+    fn load_current(&self, index: i32, load: u64) -> bool {
+        self.groups.loaded.borrow().get(&index) == Some(&load)
+    }
+
+    /// The second half of [`Shard::load_group_partitions`]: replays the partitions
+    /// [`Shard::begin_group_loads`] marked, one after another.
+    pub(super) async fn finish_group_loads(self: &Rc<Self>, loads: Vec<(i32, u64)>) {
+        for (index, load) in loads {
+            if !self.load_current(index, load) {
                 continue;
             }
-            self.groups.coordinator.borrow_mut().begin_load(index);
             let started = std::time::Instant::now();
             let mut replayed = Replayed::default();
-            if let Err(e) = self.replay_group_partition(index, &mut replayed).await {
+            if let Err(e) = self
+                .replay_group_partition(index, load, &mut replayed)
+                .await
+            {
                 // The data that could be read is loaded; serving the rest beats refusing
                 // every group of the partition forever.
                 tracing::error!(partition = index, error = %e, "loading {OFFSETS_TOPIC} stopped early");
                 replayed.complete = false;
+            }
+            if !self.load_current(index, load) {
+                // Unloaded meanwhile (leadership moved): a newer load, if any, serves it.
+                continue;
             }
             if !replayed.complete {
                 tracing::error!(
@@ -338,7 +375,7 @@ impl Shard {
     /// (waiting joins and syncs get NOT_COORDINATOR) and loaded again from the log if it
     /// leads the partition again.
     pub(super) fn unload_group_partition(self: &Rc<Self>, index: i32) {
-        if !self.groups.loaded.borrow_mut().remove(&index) {
+        if self.groups.loaded.borrow_mut().remove(&index).is_none() {
             return;
         }
         tracing::info!(
@@ -354,6 +391,7 @@ impl Shard {
     async fn replay_group_partition(
         &self,
         index: i32,
+        load: u64,
         replayed: &mut Replayed,
     ) -> Result<(), GroupAppendError> {
         let p = self
@@ -388,6 +426,9 @@ impl Shard {
                     })
                     .await
                 };
+                if !self.load_current(index, load) {
+                    return Ok(());
+                }
                 match decoded {
                     Ok(records) => {
                         let mut coordinator = self.groups.coordinator.borrow_mut();
@@ -439,7 +480,7 @@ impl Shard {
                 .copied()
                 .unwrap_or(0)
                 > 0;
-            if busy || !self.groups.loaded.borrow().contains(&index) {
+            if busy || !self.groups.loaded.borrow().contains_key(&index) {
                 continue;
             }
             let Some(records) = self.groups.coordinator.borrow().snapshot_records(index) else {

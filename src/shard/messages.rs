@@ -50,6 +50,8 @@ pub enum ShardRequest {
     Metrics,
     /// Partitions that went offline on the sending shard (see `shard::offline`).
     PartitionsOffline(Vec<super::offline::OfflineNotice>),
+    /// Cluster mode: lead or follow as this metadata says, before it is published.
+    ApplyRoles(Arc<crate::controller::published::ClusterSummary>),
 }
 
 pub enum ShardReply {

@@ -289,6 +289,12 @@ impl Shard {
                 self.adopt_offline_notices(notices);
                 ShardReply::Applied
             }
+            ShardRequest::ApplyRoles(summary) => {
+                if let Some(manager) = self.replicas.get() {
+                    replica_manager::apply_roles(self, manager, summary).await;
+                }
+                ShardReply::Applied
+            }
         }
     }
 

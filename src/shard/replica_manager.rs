@@ -2,8 +2,10 @@
 //! shard's followers fetch from their leaders, and leaders' ISR changes go to the controller
 //! (Kafka's ReplicaManager, AlterPartitionManager and fetcher threads, one set per shard).
 //!
-//! - **Roles**: after each publication, every partition this shard hosts leads or follows as
-//!   the controller says ([`Partition::lead`], [`Partition::follow`]).
+//! - **Roles**: before each publication (so that clients learn of a new leader only once it
+//!   leads), every partition this shard hosts leads or follows as the controller says
+//!   ([`Partition::lead`], [`Partition::follow`]); a slower poll of the published metadata
+//!   catches anything a shard missed.
 //! - **Fetchers**: one task per leader broker, sending one long-poll Fetch (v12: replica id,
 //!   `LastFetchedEpoch`, `DivergingEpoch`) for all of this shard's partitions that broker
 //!   leads; a diverging answer truncates, records are appended as the leader has them.
@@ -36,13 +38,15 @@ use crate::protocol::ResponseError;
 use crate::replication::leader_state::{IsrProposal, LeaderConfig};
 use crate::replication::replica_client::ReplicaClient;
 use crate::runtime;
+use crate::util::exclusive::Exclusive;
 use crate::util::shutdown::ShutdownSignal;
 
 /// The Fetch version followers send: the first with `LastFetchedEpoch` and
 /// `DivergingEpoch`, still naming topics (v13 names them by id).
 const REPLICA_FETCH_VERSION: i16 = 12;
-/// How often the published metadata is looked at for role changes.
-const ROLE_POLL: Duration = Duration::from_millis(50);
+/// How often the published metadata is looked at for role changes (roles are applied
+/// before each publication; this catches a shard that missed one).
+const ROLE_POLL: Duration = Duration::from_millis(250);
 /// A fetcher's pause after a failed round (connection refused, an error answer).
 const FETCH_BACKOFF: Duration = Duration::from_millis(100);
 /// How long an AlterPartition may take (the controller may be electing).
@@ -65,6 +69,8 @@ pub struct ReplicaManager {
     fetching_from: RefCell<HashSet<BrokerId>>,
     /// The summary the roles were last applied from.
     applied: RefCell<Option<Arc<ClusterSummary>>>,
+    /// Role changes one at a time (the publisher's and the poll's).
+    applying: Exclusive,
     last_shrink_check_ms: Cell<i64>,
     shutdown: Rc<ShutdownSignal>,
 }
@@ -81,6 +87,7 @@ impl ReplicaManager {
             link: ControllerLink::new(voters),
             fetching_from: RefCell::new(HashSet::new()),
             applied: RefCell::new(None),
+            applying: Exclusive::new(),
             last_shrink_check_ms: Cell::new(0),
             shutdown: Rc::new(ShutdownSignal::new()),
         }
@@ -103,24 +110,28 @@ pub fn start(shard: &Rc<Shard>, manager: Rc<ReplicaManager>) {
     let shard = Rc::clone(shard);
     runtime::spawn_detached(async move {
         while !manager.shutdown.is_triggered() {
-            apply_roles(&shard, &manager).await;
+            if let Some(summary) = shard.published_summary() {
+                apply_roles(&shard, &manager, summary).await;
+            }
             check_shrinks(&shard, &manager);
             futures_lite::future::or(runtime::sleep(ROLE_POLL), manager.shutdown.wait()).await;
         }
     });
 }
 
-/// Leads or follows each hosted partition as the latest published metadata says.
-async fn apply_roles(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
-    let Some(summary) = shard.published_summary() else {
-        return;
-    };
-    let unchanged = manager
-        .applied
-        .borrow()
-        .as_ref()
-        .is_some_and(|a| Arc::ptr_eq(a, &summary));
-    if unchanged {
+/// Leads or follows each hosted partition as `summary` says, unless roles were applied from
+/// it or from newer metadata already.
+pub(super) async fn apply_roles(
+    shard: &Rc<Shard>,
+    manager: &Rc<ReplicaManager>,
+    summary: Arc<ClusterSummary>,
+) {
+    let _one_at_a_time = manager.applying.enter().await;
+    let done =
+        manager.applied.borrow().as_ref().is_some_and(|a| {
+            Arc::ptr_eq(a, &summary) || a.metadata_offset > summary.metadata_offset
+        });
+    if done {
         return;
     }
     let now = runtime::now_ms();
@@ -149,8 +160,14 @@ async fn apply_roles(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
     }
     *manager.applied.borrow_mut() = Some(summary);
     if offsets_led {
-        // The coordinator moves with the leadership: groups of newly led partitions load.
-        shard.load_group_partitions().await;
+        // The coordinator moves with the leadership: groups of newly led partitions are
+        // loading (COORDINATOR_LOAD_IN_PROGRESS) before the metadata names this broker,
+        // and load in the background.
+        let loads = shard.begin_group_loads();
+        if !loads.is_empty() {
+            let shard = Rc::clone(shard);
+            runtime::spawn_detached(async move { shard.finish_group_loads(loads).await });
+        }
     }
 }
 
@@ -171,7 +188,52 @@ fn check_shrinks(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
     }
 }
 
+/// How long the publisher waits for a shard to apply new roles before publishing anyway
+/// (a shard stuck on a disk must not hold back the metadata of all the others).
+const APPLY_ROLES_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl Shard {
+    /// Every shard leads or follows as `summary` says; returns once all did (or after
+    /// [`APPLY_ROLES_TIMEOUT`]). The publisher calls this before publishing `summary`, so
+    /// a client told that this broker leads a partition finds it leading (Kafka's brokers
+    /// too apply a metadata delta before it reaches their metadata cache).
+    pub async fn apply_roles_everywhere(self: &Rc<Self>, summary: &Arc<ClusterSummary>) {
+        let mut tasks = Vec::with_capacity(self.count);
+        for to in 0..self.count {
+            let shard = Rc::clone(self);
+            let summary = Arc::clone(summary);
+            tasks.push(runtime::spawn(async move {
+                let apply = async {
+                    if to == shard.id {
+                        if let Some(manager) = shard.replicas.get() {
+                            apply_roles(&shard, manager, summary).await;
+                        }
+                        true
+                    } else {
+                        shard
+                            .request(to, super::messages::ShardRequest::ApplyRoles(summary))
+                            .await
+                            .is_some()
+                    }
+                };
+                let late = async {
+                    runtime::sleep(APPLY_ROLES_TIMEOUT).await;
+                    false
+                };
+                (to, futures_lite::future::or(apply, late).await)
+            }));
+        }
+        for t in tasks {
+            let (to, applied) = t.await;
+            if !applied {
+                tracing::warn!(
+                    shard = to,
+                    "a shard did not apply new partition roles in time; publishing anyway"
+                );
+            }
+        }
+    }
+
     /// Hands a leader's ISR proposal to this shard's replica manager.
     pub(super) fn submit_isr_change(self: &Rc<Self>, p: &Rc<Partition>, proposal: IsrProposal) {
         match self.replicas.get() {
