@@ -3,6 +3,8 @@
 
     replication_test.py --bin path/to/ringbroker --work DIR [--seed 1] [--soak-secs N]
                         [--fault-secs 100] [--producers 2] [--rate 100] [--proxy-node 3|0]
+    replication_test.py --bin ... --work DIR --client kafkajs|rskafka [--client-bin PATH]
+                        [--client-faults 4] [--rate 50]
 
 Starts its OWN three brokers, each a controller voter and a broker (process.roles=broker,
 controller), on 127.0.0.1 ports with 1 unpinned shard and short heartbeat / session / election /
@@ -39,6 +41,22 @@ others and its controller traffic go direct, so a cut isolates it as a leader wi
 The CI variant runs its fault loop for 100 s (about 3 minutes in all); with --soak-secs N (or env
 RINGBROKER_REPLICATION_SOAK_SECS=N) it runs for N seconds and needs at least 10 faults. Every
 wait and loop is bounded; every process is stopped at the end (SIGCONT first if paused).
+
+--client kafkajs / rskafka: the same cluster, topic, reads and checker, but the producing client is
+another library, run as a child process that prints every outcome as a JSON line (ClientProcess):
+tests/interop/kafkajs/failover.js (one idempotent kafkajs producer per partition, acks -1,
+maxInFlightRequests 1, kafkajs's own retries) or examples/rskafka_failover.rs (one rskafka
+PartitionClient per partition, acks=all, rskafka's own retries off: the program retries each failed
+call, and rskafka re-resolves the leader). No proxy; the fault loop only kill -9s the leader of a
+partition, --client-faults times (about 10 s each), then the client stops, the cluster heals and
+the client reads every partition back itself (kafkajs: a consumer group from the beginning;
+rskafka: fetches from the low watermark), next to the confluent-kafka and kafka-python reads.
+Checked as above (files DIR/repl-<client>-N, DIR/broker-repl-<client>-*, DIR/replication-<client>-*),
+plus: after every kill every partition has acknowledged records again before the next fault (the
+client recovered by itself; the log says how long the faulted partition took and whether it was
+while the killed leader was still down). rskafka has no idempotent producer, so a retried write
+whose acknowledgement was lost can be in the log twice: its duplicates are counted and reported,
+and each must be a value the program retried (a duplicate of a value never retried fails).
 """
 
 import argparse
@@ -64,7 +82,6 @@ from tcp_proxy import TcpProxy  # noqa: E402
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-rep = Reporter("replication")
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
 ap.add_argument("--work", required=True)
@@ -72,9 +89,26 @@ ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--soak-secs", type=float, default=float(os.environ.get("RINGBROKER_REPLICATION_SOAK_SECS") or 0))
 ap.add_argument("--fault-secs", type=float, default=100.0, help="length of the CI variant's fault loop")
 ap.add_argument("--producers", type=int, default=2)
-ap.add_argument("--rate", type=float, default=100.0, help="records per second per producer")
-ap.add_argument("--proxy-node", type=int, default=3, help="broker whose client listener is behind a proxy (0: none)")
+ap.add_argument("--rate", type=float, default=None,
+                help="records per second per producer (100; 50 per partition for --client kafkajs/rskafka)")
+ap.add_argument("--proxy-node", type=int, default=None,
+                help="broker whose client listener is behind a proxy (0: none; default 3, 0 with --client)")
+ap.add_argument("--client", choices=["confluent-kafka", "kafkajs", "rskafka"], default="confluent-kafka",
+                help="the producing client: kafkajs or rskafka make it a leader-kill failover test of that client")
+ap.add_argument("--client-bin", default=os.environ.get("RSKAFKA_FAILOVER_BIN"),
+                help="--client rskafka: the examples/rskafka_failover binary")
+ap.add_argument("--client-faults", type=int, default=4, help="--client kafkajs/rskafka: leader kills")
 args = ap.parse_args()
+# --client kafkajs / rskafka: the client runs as a child process (tests/interop/kafkajs/failover.js,
+# examples/rskafka_failover.rs) printing its acknowledgements as JSON lines; the fault loop only
+# kill -9s partition leaders, --client-faults times.
+CLIENT = None if args.client == "confluent-kafka" else args.client
+if args.rate is None:
+    args.rate = 50.0 if CLIENT else 100.0
+if args.proxy_node is None:
+    args.proxy_node = 0 if CLIENT else 3
+HERE = os.path.dirname(os.path.abspath(__file__))
+rep = Reporter("replication" if not CLIENT else f"failover-{CLIENT}")
 
 HEARTBEAT_MS = 200
 SESSION_MS = 2000
@@ -85,10 +119,14 @@ NPARTS = 3
 RF = 3
 MIN_ISR = 2
 NODES = [1, 2, 3]
-SOAK = args.soak_secs > 0
+SOAK = args.soak_secs > 0 and not CLIENT
 FAULT_SECS = args.soak_secs if SOAK else args.fault_secs
 MAX_FAULTS = 2000 if SOAK else 40
 MIN_FAULTS = 10 if SOAK else (3 if FAULT_SECS >= 60 else 1)
+if CLIENT:
+    # A fault takes about 10 s (down, restart, rejoin, quiet); the loop's time is only a bound.
+    MAX_FAULTS = MIN_FAULTS = max(1, args.client_faults)
+    FAULT_SECS = 25.0 * MAX_FAULTS
 # How long a fault lasts: a killed broker stays down, a paused one (a zombie) stopped, the proxied
 # one cut off, for 2.5 to 3.5 session timeouts: long enough to be fenced and to lose its
 # leadership even when it was the active controller (a new controller gives every broker a full
@@ -99,6 +137,12 @@ REJOIN_S = 20.0  # bound for a faulted broker to be back in every ISR
 FLUSH_S = 45.0  # bound for a producer's flush (message.timeout.ms is 30 s)
 READ_S = 40.0  # bound for one full read of the topic
 MIN_ACKED = max(1000, int(FAULT_SECS * args.producers * args.rate * 0.1))
+if CLIENT:
+    MIN_ACKED = max(300, int(MAX_FAULTS * 10 * NPARTS * args.rate * 0.1))
+# This run's files under --work: data NAME-N, logs broker-NAME-N-K.*, LABEL-history.json,
+# LABEL-clients.log (repl and replication; repl-kafkajs and replication-kafkajs, ...).
+NAME = "repl" if not CLIENT else f"repl-{CLIENT}"
+LABEL = "replication" if not CLIENT else f"replication-{CLIENT}"
 rng = random.Random(args.seed)  # the fault schedule
 _spread_rng = random.Random(args.seed + 1)  # which broker answers a metadata request
 T0 = time.monotonic()
@@ -108,13 +152,13 @@ os.makedirs(args.work, exist_ok=True)
 client_log = logging.getLogger("replication.rdkafka")
 client_log.propagate = False
 client_log.setLevel(logging.DEBUG)
-_handler = logging.FileHandler(os.path.join(args.work, "replication-clients.log"))
+_handler = logging.FileHandler(os.path.join(args.work, f"{LABEL}-clients.log"))
 _handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
 client_log.addHandler(_handler)
 
 
 def log(msg):
-    print(f"== replication: [{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+    print(f"== {rep.name}: [{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
 
 # ---------------------------------------------------------------- brokers
@@ -148,7 +192,7 @@ class Broker:
 
     def spawn(self):
         self.starts += 1
-        data = os.path.join(args.work, f"repl-{self.n}")
+        data = os.path.join(args.work, f"{NAME}-{self.n}")
         os.makedirs(data, exist_ok=True)
         adv = f"127.0.0.1:{proxy_port}" if self.n == PROXIED else f"127.0.0.1:{ports[self.n]}"
         settings = [
@@ -166,7 +210,7 @@ class Broker:
         cmd = [args.bin, "serve", "--data-dir", data, "--shards", "1"]
         for s in settings:
             cmd += ["--set", s]
-        self.base = os.path.join(args.work, f"broker-repl-{self.n}-{self.starts}")
+        self.base = os.path.join(args.work, f"broker-{NAME}-{self.n}-{self.starts}")
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info,openraft=warn"))
         with open(self.base + ".out", "w") as out, open(self.base + ".err", "w") as err:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
@@ -253,7 +297,7 @@ def tail(path, n=3):
 def knows_property(prop):
     """Whether this binary accepts `--set prop`: `serve` checks its --set properties in order and
     exits on the first bad one before binding anything (run.sh's probe)."""
-    probe = os.path.join(args.work, "repl-probe")
+    probe = os.path.join(args.work, f"{NAME}-probe")
     os.makedirs(probe, exist_ok=True)
     try:
         out = subprocess.run([args.bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", probe, "--set", prop,
@@ -454,6 +498,138 @@ class ProducerThread(threading.Thread):
             gen += 1
 
 
+class ClientProcess(threading.Thread):
+    """--client kafkajs / rskafka: the client as a child process (tests/interop/kafkajs/failover.js,
+    examples/rskafka_failover.rs) that produces to every partition and prints each outcome as a
+    JSON line (`ack`, `failed`, `retry`, `stopped`, `read`, `read_done`, `fatal`), stamped here on
+    arrival (seconds since T0). The same attributes as ProducerThread, so the fault loop and the
+    checks treat it as one; `stop_at` makes it send `stop` and wait (bounded) for `stopped`;
+    read_back() sends `read` and returns the client's own read of the topic for the checker."""
+
+    def __init__(self, client):
+        super().__init__(daemon=True, name=f"client-{client}")
+        self.idx = client
+        self.stop_at = threading.Event()
+        self.acks, self.failed, self.unknown = [], [], []
+        self.retries = []  # rskafka: every failed attempt (the program retries it)
+        self.errors = {}
+        self.fatal = []
+        self.left_after_flush = 0
+        self.sent = 0
+        self.crashed = None
+        self.stopped = None
+        self.read_parts = []
+        self.read_done = None
+        self._stopped = threading.Event()
+        self._read = threading.Event()
+        self._eof = threading.Event()
+        self.err_path = os.path.join(args.work, f"{LABEL}-client.err")
+        opts = ["--bootstrap", all_bootstrap(), "--topic", TOPIC, "--partitions", str(NPARTS),
+                "--rate", str(args.rate), "--duration-ms", str(int((FAULT_SECS + 60) * 1000)),
+                "--control", "stdin", "--read-timeout-ms", str(int(READ_S * 1000))]
+        if client == "kafkajs":
+            self.cmd = ["node", os.path.join(HERE, "kafkajs", "failover.js")] + opts
+        else:
+            if not args.client_bin:
+                raise RuntimeError("--client rskafka needs --client-bin (or RSKAFKA_FAILOVER_BIN): "
+                                   "the examples/rskafka_failover binary")
+            self.cmd = [args.client_bin] + opts
+        self.proc = None
+
+    def run(self):
+        try:
+            self._run()
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            self.crashed = f"{type(e).__name__}: {e} :: {traceback.format_exc(limit=3)}"
+
+    def _run(self):
+        with open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         text=True, bufsize=1)
+        threading.Thread(target=self._read_stdout, daemon=True, name=f"{self.name}-stdout").start()
+        while not self.stop_at.wait(0.2):
+            if self._eof.is_set():
+                self.crashed = f"exited {self.proc.wait(10)} before it was told to stop: {tail(self.err_path)}"
+                return
+        self._send("stop")
+        if not self._stopped.wait(FLUSH_S + 30) or self.stopped is None:
+            self.crashed = f"no `stopped` line within {FLUSH_S + 30:.0f}s of `stop`: {tail(self.err_path)}"
+
+    def _send(self, line):
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as e:
+            self.errors[f"stdin: {type(e).__name__}"] = self.errors.get(f"stdin: {type(e).__name__}", 0) + 1
+
+    def _read_stdout(self):
+        try:
+            for line in self.proc.stdout:
+                t = round(time.monotonic() - T0, 2)
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    self.errors["non-JSON line"] = self.errors.get("non-JSON line", 0) + 1
+                    continue
+                if "ack" in ev:
+                    a = ev["ack"]
+                    self.acks.append({"value": a["value"], "partition": int(a["partition"]),
+                                      "offset": int(a["offset"]), "t": t})
+                elif "failed" in ev:
+                    self.failed.append({"value": ev["failed"]["value"], "error": ev["failed"]["error"], "t": t})
+                elif "retry" in ev:
+                    self.retries.append(dict(ev["retry"], t=t))
+                elif "stopped" in ev:
+                    st = self.stopped = ev["stopped"]
+                    self.unknown.extend(st.get("unknown_values", []))
+                    self.left_after_flush = len(st.get("unknown_values", []))
+                    for k, n in (st.get("errors") or {}).items():
+                        self.errors[k] = self.errors.get(k, 0) + n
+                    self.fatal.extend(st.get("fatal", []))
+                    self._stopped.set()
+                elif "read" in ev:
+                    self.read_parts.append(ev["read"])
+                elif "read_done" in ev:
+                    self.read_done = ev["read_done"]
+                    self._read.set()
+                elif "fatal" in ev:
+                    self.fatal.append(ev["fatal"])
+                self.sent = self.stopped["sent"] if self.stopped else len(self.acks) + len(self.failed)
+        finally:
+            self._eof.set()
+            self._stopped.set()
+            self._read.set()
+
+    def read_back(self, timeout):
+        """The client's own read of every partition, as a jepsen_checker read (None if it did not
+        answer within `timeout`); the process is ended afterwards."""
+        if self.proc is None:
+            return None
+        self._send("read")
+        self._read.wait(timeout)
+        self.close()
+        if self.read_done is None:
+            return None
+        parts = {int(pr["partition"]): {"start": int(pr["start"]), "end": int(pr["end"]),
+                                        "complete": bool(pr["complete"]), "records": pr["records"]}
+                 for pr in self.read_parts}
+        return {"reader": f"{self.idx} consumer", "partitions": parts}
+
+    def close(self):
+        """Closes its stdin (the program exits), then kills it if it did not within 10 s."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
 # ---------------------------------------------------------------- faults
 
 class Faults:
@@ -554,6 +730,8 @@ class Faults:
 
     def loop(self, rejoin_s):
         kinds = ["kill-leader", "pause-leader", "kill-follower"] + (["cut-links"] if PROXIED else [])
+        if CLIENT:
+            kinds = ["kill-leader"]
         deadline = time.monotonic() + FAULT_SECS
         last_status = time.monotonic()
         while time.monotonic() < deadline and len(self.done) < MAX_FAULTS:
@@ -682,7 +860,8 @@ def main():
             rep.skip(f"--set {prop}", "this binary does not know the property: started without it")
     log(f"seed {args.seed}; brokers {ports}, controllers {cports}"
         + (f", broker {PROXIED} advertised through the proxy on {proxy_port}" if PROXIED else "")
-        + f"; fault loop {FAULT_SECS:.0f}s" + (" (soak)" if SOAK else " (CI)"))
+        + (f"; client {CLIENT}: {MAX_FAULTS} leader kills (at most {FAULT_SECS:.0f}s)" if CLIENT else
+           f"; fault loop {FAULT_SECS:.0f}s" + (" (soak)" if SOAK else " (CI)")))
     if PROXIED:
         # Cutting: budget 0 closes a connection at its first byte, and every 50-100 ms all are
         # closed; off, the proxy forwards everything.
@@ -708,7 +887,8 @@ def main():
     # run within its time budget, and every fault is still reported as not rejoined.
     rejoin_s = REJOIN_S if isr_ok else 8.0
 
-    producers = [ProducerThread(i) for i in range(args.producers)]
+    producers = [ClientProcess(CLIENT)] if CLIENT else [ProducerThread(i) for i in range(args.producers)]
+    CLIENT_PROCS.extend(p for p in producers if isinstance(p, ClientProcess))
     for p in producers:
         p.start()
     warm = common.wait_until(lambda: all(len(p.acks) >= 10 for p in producers), 30)
@@ -718,6 +898,7 @@ def main():
     try:
         faults.loop(rejoin_s)
     finally:
+        stopped_at = round(time.monotonic() - T0, 2)
         for p in producers:
             p.stop_at.set()
         for p in producers:
@@ -748,10 +929,26 @@ def main():
     # restarted broker comes back with another id.
     check_cluster_id("after the restarts")
     reads = read_all()
+    if CLIENT:
+        t0 = time.monotonic()
+        own = producers[0].read_back(READ_S + 30)
+        done = producers[0].read_done or {}
+        complete = own is not None and all(pr["complete"] for pr in own["partitions"].values())
+        got = sum(len(pr["records"]) for pr in own["partitions"].values()) if own else 0
+        rep.check(complete and len(own["partitions"]) == NPARTS,
+                  f"{CLIENT}'s own consumer reads every partition to its high watermark ({got} records, "
+                  f"{time.monotonic() - t0:.1f}s)",
+                  f"read {done or 'nothing'}; {tail(producers[0].err_path)}")
+        if own is not None:
+            log(f"{CLIENT} consumer: watermarks " + ", ".join(
+                f"p{p} [{pr['start']}, {pr['end']})" for p, pr in sorted(own["partitions"].items())))
+            reads.append(own)
 
     history = {"acks": [a for p in producers for a in p.acks], "failed": [f for p in producers for f in p.failed],
                "unknown": [v for p in producers for v in p.unknown], "reads": reads, "faults": faults.done}
-    path = os.path.join(args.work, "replication-history.json")
+    if CLIENT:
+        history["retries"] = [r for p in producers for r in getattr(p, "retries", [])]
+    path = os.path.join(args.work, f"{LABEL}-history.json")
     with open(path, "w") as f:
         json.dump(history, f)
     res = jepsen_checker.check(history)
@@ -773,13 +970,19 @@ def main():
               f"only {c['acknowledged']}")
     rep.check(c["reads"] >= 1 and any(r["complete"] for r in res["per_reader"].values()),
               "at least one read of the whole topic completed", res["per_reader"])
-    for kind, label in (("lost", "no acknowledged record lost"), ("duplicated", "no record duplicated"),
+    if CLIENT == "rskafka":
+        check_retry_duplicates(history, c["duplicated"])
+    for kind, label in (("lost", "no acknowledged record lost"),
+                        ("duplicated", "no record duplicated") if CLIENT != "rskafka" else (None, None),
                         ("reordered", "no record reordered within a producer and partition"),
                         ("two_valued", "no offset with two values"),
                         ("skipped", "no consumer skipped an offset"),
                         ("went_back", "no consumer went back"),
                         ("unexpected", "no record that nobody sent")):
-        rep.check(c[kind] == 0, f"{label} ({c[kind]})", res["examples"].get(kind, ""))
+        if kind is not None:
+            rep.check(c[kind] == 0, f"{label} ({c[kind]})", res["examples"].get(kind, ""))
+    if CLIENT:
+        check_recovery(faults.done, producers[0], stopped_at)
     leader_faults = [fr for fr in faults.done if fr["kind"] in ("kill-leader", "pause-leader")]
     failovers = [fr["failover_s"] for fr in leader_faults if fr["failover_s"] is not None]
     rep.check(leader_faults and len(failovers) == len(leader_faults),
@@ -798,6 +1001,68 @@ def main():
               f"not back in every ISR within {rejoin_s:.0f}s after (kind, broker, at s): {missed[:8]}")
 
 
+def check_recovery(done, client, stopped_at):
+    """The client failed over by itself: after every leader kill, every partition has records
+    acknowledged again before the next fault (or the stop). A partition's acknowledgements are
+    counted from half a second after the kill (answers the dead leader sent before it died may
+    still be arriving); `recovered` is the faulted partition's first one, and whether it came while
+    the killed broker was still down (from a new leader) or only after its restart."""
+    acks = sorted((a["t"], a["partition"]) for a in client.acks)
+    missing, during, times = [], 0, []
+    for i, fr in enumerate(done):
+        start = fr["at"] + 0.5
+        end = done[i + 1]["at"] if i + 1 < len(done) else stopped_at
+        parts = {p for t, p in acks if start <= t < end}
+        first = next((t for t, p in acks if p == fr["partition"] and t >= start), None)
+        fr["recovered_s"] = round(first - fr["at"], 2) if first is not None and first < end else None
+        if fr["recovered_s"] is not None:
+            times.append(fr["recovered_s"])
+            during += fr["recovered_s"] < fr["down_s"]
+        if parts != set(range(NPARTS)):
+            missing.append((fr["node"], fr["partition"], fr["at"], sorted(set(range(NPARTS)) - parts)))
+        log(f"fault {i + 1}: kill -9 of broker {fr['node']} (leader of p{fr['partition']}) at {fr['at']}s: "
+            f"p{fr['partition']} acknowledged again after "
+            + (f"{fr['recovered_s']}s ({'while it was down' if fr['recovered_s'] < fr['down_s'] else 'after its restart'}, "
+               f"down {fr['down_s']}s)" if fr["recovered_s"] is not None else "never (before the next fault)")
+            + f"; {sum(1 for t, _ in acks if start <= t < end)} acknowledged until the next fault")
+    rep.check(done and not missing,
+              f"{CLIENT} recovers by itself after every leader kill: every partition has acknowledged records "
+              f"after each of the {len(done)} kills ({during} of them while the killed leader was still down; "
+              f"{spread(times)} to the faulted partition's first)",
+              f"no acknowledgement before the next fault for (killed broker, partition, at s, partitions "
+              f"without): {missing[:8]}; errors {client.errors}")
+
+
+def check_retry_duplicates(history, counted):
+    """rskafka has no idempotent producer: a write the program retried after an error whose
+    outcome was unknown (the leader killed while it waited for the ISR) can be in the log twice.
+    Every duplicate must be such a retried value; they are counted and reported, not hidden."""
+    retried = {}
+    for r in history.get("retries", []):
+        retried.setdefault(r["value"], []).append(r.get("kind") or r.get("error"))
+    dups = {}
+    for rd in history["reads"]:
+        seen = {}
+        for p, pr in rd["partitions"].items():
+            for o, v in pr["records"]:
+                seen.setdefault(v, []).append((int(p), int(o)))
+        for v, ps in seen.items():
+            if len(ps) > 1:
+                dups.setdefault(v, ps)
+    unexplained = {v: ps for v, ps in dups.items() if v not in retried}
+    kinds = {}
+    for v in dups:
+        for k in set(retried.get(v, [])):
+            kinds[k] = kinds.get(k, 0) + 1
+    log(f"rskafka: {len(history.get('retries', []))} failed attempts retried ({len(retried)} values); "
+        f"{len(dups)} values in the log twice, every one a retried write: {not unexplained}; their retries' "
+        f"errors {kinds}; e.g. {dict(list(dups.items())[:3])}")
+    rep.check(not unexplained and len(dups) == counted,
+              f"every duplicated record ({len(dups)}) is a write rskafka's program retried after an error "
+              f"(expected without an idempotent producer: a retry of a write whose acknowledgement was lost)",
+              f"duplicated but never retried: {dict(list(unexplained.items())[:5])} (checker counted {counted})")
+
+
 def spread(xs):
     return f"median {statistics.median(xs):.1f}s, max {max(xs):.1f}s" if xs else "none"
 
@@ -807,9 +1072,12 @@ def on_term(*_):
 
 
 signal.signal(signal.SIGTERM, on_term)
+CLIENT_PROCS = []
 try:
-    rep.run("replication", main)
+    rep.run(rep.name, main)
 finally:
+    for cp in CLIENT_PROCS:
+        cp.close()
     rcs = {}
     for n, b in brokers.items():
         if b.proc is not None:

@@ -15,7 +15,9 @@
 # idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy, and
 # cluster_test.py and replication_test.py (RF 3 under kill -9 / SIGSTOP / cut links, a
 # Jepsen-style checker) each with a cluster of their own; RINGBROKER_REPLICATION_SOAK_SECS=N
-# makes the replication test a long run.
+# makes the replication test a long run. replication_test.py runs twice more with kafkajs and
+# rskafka (examples/rskafka_failover.rs, built here in debug; RSKAFKA_FAILOVER_BIN=path uses that
+# binary) as the client, under kill -9 of partition leaders.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
 # Needs kcat, python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard, and
 # Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev,
@@ -63,6 +65,10 @@ if [ -n "$missing" ]; then
   exit 1
 fi
 
+target_dir() {
+  cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])'
+}
 if [ -n "${RINGBROKER_BIN:-}" ]; then
   BIN=$RINGBROKER_BIN
 else
@@ -72,11 +78,19 @@ else
     summary
     exit 1
   fi
-  TARGET_DIR=$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-  BIN=$TARGET_DIR/release/ringbroker
+  BIN=$(target_dir)/release/ringbroker
 fi
 [ -x "$BIN" ] || { fail "no broker binary at $BIN"; summary; exit 1; }
+# The rskafka failover client (examples/rskafka_failover.rs; rskafka is a dev-dependency), a debug
+# build: CI's `cargo test --examples` has built it already.
+if [ -n "${RSKAFKA_FAILOVER_BIN:-}" ]; then
+  RSK_BIN=$RSKAFKA_FAILOVER_BIN
+elif cargo build --example rskafka_failover --quiet; then
+  RSK_BIN=$(target_dir)/debug/examples/rskafka_failover
+else
+  fail "cargo build --example rskafka_failover"
+  RSK_BIN=
+fi
 # The Go client check (tests/interop/go), against Debian's packages in GOPATH mode.
 GO_BIN=$WORK/interop-go
 if ! (cd "$HERE/go" && GO111MODULE=off GOPATH=$GOPATH_DEBIAN GOCACHE=$WORK/go-cache GOFLAGS= \
@@ -350,6 +364,13 @@ run_client jepsen-checker 30 python3 "$HERE/jepsen_checker.py" --self-test
 # long instead of 100.
 run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
   python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK"
+# The same cluster and checker with kafkajs (tests/interop/kafkajs/failover.js: idempotent producers)
+# and rskafka (examples/rskafka_failover.rs: no idempotence, retried by the program) as the client:
+# 4 kill -9s of a partition leader each; the client must fail over by itself (data
+# $WORK/repl-<client>-N, logs $WORK/broker-repl-<client>-*, $WORK/replication-<client>-client.err).
+run_client failover-kafkajs 300 python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK" --client kafkajs
+[ -n "$RSK_BIN" ] && run_client failover-rskafka 300 \
+  python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK" --client rskafka --client-bin "$RSK_BIN"
 check_no_panic
 summary
 [ "$FAILED" -eq 0 ]
