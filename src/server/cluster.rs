@@ -388,6 +388,9 @@ async fn follow_applied(
             }
             published.publish_shared(summary);
             last_published = Some((offset, leader));
+            if let Some(o) = offset {
+                shard.note_published(o);
+            }
         }
         applied.borrow_and_update();
         let metadata_changed = async {

@@ -256,10 +256,16 @@ impl Shard {
                 self.broadcast_metadata(next).await;
             }
         }
+        Ok(())
+    }
+
+    /// Shard 0: the metadata as of `offset` is published (its topics copied, its roles
+    /// applied): admin requests waiting for that change can answer, and a client's next
+    /// request sees it.
+    pub fn note_published(&self, offset: MetadataOffset) {
         if let Some(admin) = self.cluster_admin() {
             admin.adopted.send_replace(Some(offset));
         }
-        Ok(())
     }
 
     /// Cluster mode: the published metadata partition requests are checked against (read
