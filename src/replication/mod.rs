@@ -6,3 +6,4 @@
 pub mod epoch_cache;
 pub mod leader_state;
 pub mod replica_client;
+pub mod replica_fetch;
