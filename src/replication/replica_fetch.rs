@@ -77,11 +77,26 @@ pub fn follower_high_watermark(current_hw: i64, leader_hw: i64, leo: i64) -> i64
     leader_hw.min(leo).max(current_hw.min(leo))
 }
 
-/// Where a follower told `DivergingEpoch { end_offset }` truncates: never past its own end;
-/// `None` when nothing is to be cut.
-pub fn truncation_target(end_offset: i64, leo: i64) -> Option<i64> {
-    let target = end_offset.min(leo);
-    (target < leo).then_some(target)
+/// Where a follower told `DivergingEpoch { epoch, end_offset }` truncates (Kafka's
+/// `getOffsetTruncationState`): to the smaller of the leader's end offset of that epoch and
+/// its own, never past its own end. If it never had that epoch, to where its own largest
+/// epoch below it ends, and it fetches again (the next answer finishes the job). An epoch
+/// it cannot answer for (undefined) leaves the leader's end offset alone.
+///
+/// The caller cuts its log there if that is below its end, and its epoch cache there in any
+/// case: an entry at the very end names a leadership of this replica that wrote nothing,
+/// and kept, it stays the follower's last fetched epoch, which the leader keeps calling
+/// diverging (Kafka's `UnifiedLog.truncateTo` cuts the cache for that reason too).
+pub fn truncation_target(epoch: i32, end_offset: i64, own: &LeaderEpochCache, leo: i64) -> i64 {
+    let (own_epoch, own_end) = own.end_offset_for(LeaderEpoch(epoch), leo);
+    let target = if own_epoch < 0 {
+        end_offset
+    } else if own_epoch != epoch {
+        own_end
+    } else {
+        own_end.min(end_offset)
+    };
+    target.min(leo)
 }
 
 #[cfg(test)]

@@ -468,12 +468,27 @@ impl Partition {
         changed
     }
 
-    /// A follower truncating its divergent tail: to the leader's end offset of the epoch
-    /// (CLUSTER.md: by epoch, never blindly to the HW), and never past its own end. The log's truncation is crash-safe; the epoch cache and
-    /// the producer table follow it.
+    /// A follower truncating its divergent tail, when the caller does not pass the leader's
+    /// diverging epoch: to the leader's end offset (an undefined epoch). Prefer
+    /// [`truncate_to_diverging_epoch`](Self::truncate_to_diverging_epoch), which also
+    /// applies the follower's own end of that epoch: without it a follower that wrote in an
+    /// epoch the leader never had can be told "diverging" for ever.
     pub async fn truncate_diverging(
         &self,
         asked: FetchPosition,
+        end_offset: i64,
+    ) -> Result<i64, LogError> {
+        self.truncate_to_diverging_epoch(asked, epoch_cache::UNDEFINED_EPOCH, end_offset)
+            .await
+    }
+
+    /// A follower truncating its divergent tail as `replica_fetch::truncation_target` says
+    /// (CLUSTER.md: by epoch, never blindly to the HW). The log's truncation is crash-safe;
+    /// the epoch cache and the producer table follow it.
+    pub async fn truncate_to_diverging_epoch(
+        &self,
+        asked: FetchPosition,
+        epoch: i32,
         end_offset: i64,
     ) -> Result<i64, LogError> {
         let _io = self.replica_io.enter().await;
@@ -481,9 +496,16 @@ impl Partition {
         if !self.still_at(asked) {
             return Ok(leo);
         }
-        let Some(target) = replica_fetch::truncation_target(end_offset, leo) else {
+        let target =
+            replica_fetch::truncation_target(epoch, end_offset, &self.epochs.borrow(), leo);
+        if target >= leo {
+            // No record to cut, but maybe an epoch entry of a leadership that wrote nothing:
+            // left, it would be the last fetched epoch again, diverging for ever.
+            if self.epochs.borrow_mut().truncate_from_end(leo) {
+                self.write_epochs().await?;
+            }
             return Ok(leo);
-        };
+        }
         tracing::info!(topic = %self.topic, partition = self.index, from = leo, to = target, "truncating a divergent log tail");
         let end = self.log.truncate_to(target).await?;
         let changed = self.epochs.borrow_mut().truncate_from_end(end);
