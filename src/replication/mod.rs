@@ -3,6 +3,9 @@
 //! connection to leaders. The partitions' roles live in `shard::replica_role`, the fetchers
 //! and ISR changes in `shard::replica_manager`.
 
+#[cfg(test)]
+mod cluster_sim;
 pub mod epoch_cache;
 pub mod leader_state;
 pub mod replica_client;
+pub mod replica_fetch;

@@ -22,6 +22,7 @@ use crate::protocol::record_batch::BatchHeader;
 use crate::protocol::ResponseError;
 use crate::replication::epoch_cache::{self, LeaderEpochCache};
 use crate::replication::leader_state::{AcksAllStatus, IsrProposal, LeaderConfig, LeaderState};
+use crate::replication::replica_fetch::{self, FetchDecision};
 use crate::runtime;
 use crate::util::local_oneshot;
 
@@ -85,19 +86,8 @@ fn not_leader(topic: &str, index: i32) -> PartitionError {
 
 /// Kafka's fencing of a request's `current_leader_epoch` against the leader's.
 fn check_epoch(given: i32, mine: i32) -> Result<(), PartitionError> {
-    if given >= 0 && given < mine {
-        return Err(PartitionError::new(
-            ResponseError::FencedLeaderEpoch.code(),
-            format!("leader epoch {given} is older than {mine}"),
-        ));
-    }
-    if given > mine {
-        return Err(PartitionError::new(
-            ResponseError::UnknownLeaderEpoch.code(),
-            format!("leader epoch {given} is newer than {mine}"),
-        ));
-    }
-    Ok(())
+    replica_fetch::check_leader_epoch(given, mine)
+        .map_err(|e| PartitionError::new(e.response_error().code(), e.to_string()))
 }
 
 impl Partition {
@@ -385,16 +375,21 @@ impl Partition {
         let ReplicaRole::Leader(leader) = &mut *role else {
             return Err(not_leader(&self.topic, self.index));
         };
-        check_epoch(current_leader_epoch, leader.leader_epoch().0)?;
-        if last_fetched_epoch >= 0 {
-            let (epoch, end) = epochs.end_offset_for(LeaderEpoch(last_fetched_epoch), leo);
-            if epoch != last_fetched_epoch || end < fetch_offset {
-                return Ok(ReplicaFetchCheck {
-                    diverging: Some((epoch, end)),
-                    high_watermark: leader.high_watermark(),
-                    propose: None,
-                });
-            }
+        let decision = replica_fetch::check_follower_fetch(
+            &epochs,
+            leo,
+            leader.leader_epoch(),
+            fetch_offset,
+            current_leader_epoch,
+            last_fetched_epoch,
+        )
+        .map_err(|e| PartitionError::new(e.response_error().code(), e.to_string()))?;
+        if let FetchDecision::Diverging { epoch, end_offset } = decision {
+            return Ok(ReplicaFetchCheck {
+                diverging: Some((epoch, end_offset)),
+                high_watermark: leader.high_watermark(),
+                propose: None,
+            });
         }
         let outcome = leader.on_follower_fetch(follower, fetch_offset, leo, now_ms);
         let hw = leader.high_watermark();
@@ -448,7 +443,7 @@ impl Partition {
         let leo = self.log.offsets().written_end_offset;
         let moved = match &mut *self.role.borrow_mut() {
             ReplicaRole::Follower(f) => {
-                let hw = leader_hw.min(leo).max(f.high_watermark.min(leo));
+                let hw = replica_fetch::follower_high_watermark(f.high_watermark, leader_hw, leo);
                 let moved = hw != f.high_watermark;
                 f.high_watermark = hw;
                 moved
@@ -473,12 +468,27 @@ impl Partition {
         changed
     }
 
-    /// A follower truncating its divergent tail: to the leader's end offset of the epoch
-    /// (CLUSTER.md: by epoch, never blindly to the HW), and never past its own end. The log's truncation is crash-safe; the epoch cache and
-    /// the producer table follow it.
+    /// A follower truncating its divergent tail, when the caller does not pass the leader's
+    /// diverging epoch: to the leader's end offset (an undefined epoch). Prefer
+    /// [`truncate_to_diverging_epoch`](Self::truncate_to_diverging_epoch), which also
+    /// applies the follower's own end of that epoch: without it a follower that wrote in an
+    /// epoch the leader never had can be told "diverging" for ever.
     pub async fn truncate_diverging(
         &self,
         asked: FetchPosition,
+        end_offset: i64,
+    ) -> Result<i64, LogError> {
+        self.truncate_to_diverging_epoch(asked, epoch_cache::UNDEFINED_EPOCH, end_offset)
+            .await
+    }
+
+    /// A follower truncating its divergent tail as `replica_fetch::truncation_target` says
+    /// (CLUSTER.md: by epoch, never blindly to the HW). The log's truncation is crash-safe;
+    /// the epoch cache and the producer table follow it.
+    pub async fn truncate_to_diverging_epoch(
+        &self,
+        asked: FetchPosition,
+        epoch: i32,
         end_offset: i64,
     ) -> Result<i64, LogError> {
         let _io = self.replica_io.enter().await;
@@ -486,8 +496,14 @@ impl Partition {
         if !self.still_at(asked) {
             return Ok(leo);
         }
-        let target = end_offset.min(leo);
+        let target =
+            replica_fetch::truncation_target(epoch, end_offset, &self.epochs.borrow(), leo);
         if target >= leo {
+            // No record to cut, but maybe an epoch entry of a leadership that wrote nothing:
+            // left, it would be the last fetched epoch again, diverging for ever.
+            if self.epochs.borrow_mut().truncate_from_end(leo) {
+                self.write_epochs().await?;
+            }
             return Ok(leo);
         }
         tracing::info!(topic = %self.topic, partition = self.index, from = leo, to = target, "truncating a divergent log tail");

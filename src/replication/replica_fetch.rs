@@ -1,0 +1,104 @@
+//! The decisions of a replica fetch, both sides, as pure functions: what the leader answers a
+//! follower's fetch before reading (fencing by leader epoch, divergence by last fetched
+//! epoch), and what the follower does with the answer (its new HW, where to truncate).
+//! `shard::replica_role` calls these around its I/O, and the cluster simulation
+//! (`cluster_sim`) calls the same ones, so the simulation checks the broker's rules.
+
+use crate::controller::ids::LeaderEpoch;
+use crate::replication::epoch_cache::LeaderEpochCache;
+
+/// A request's `current_leader_epoch` does not match the leader's (Kafka's fencing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EpochFenceError {
+    /// FENCED_LEADER_EPOCH (74): the requester is behind.
+    #[error("leader epoch {given} is older than {mine}")]
+    Fenced { given: i32, mine: i32 },
+    /// UNKNOWN_LEADER_EPOCH (75): the requester knows a newer epoch than this leader.
+    #[error("leader epoch {given} is newer than {mine}")]
+    Unknown { given: i32, mine: i32 },
+}
+
+impl EpochFenceError {
+    pub fn response_error(&self) -> kafka_protocol::ResponseError {
+        match self {
+            EpochFenceError::Fenced { .. } => kafka_protocol::ResponseError::FencedLeaderEpoch,
+            EpochFenceError::Unknown { .. } => kafka_protocol::ResponseError::UnknownLeaderEpoch,
+        }
+    }
+}
+
+/// Kafka's check of a request's `current_leader_epoch` against the leader's; a negative
+/// given epoch (an old client) is not checked.
+pub fn check_leader_epoch(given: i32, mine: i32) -> Result<(), EpochFenceError> {
+    if given >= 0 && given < mine {
+        return Err(EpochFenceError::Fenced { given, mine });
+    }
+    if given > mine {
+        return Err(EpochFenceError::Unknown { given, mine });
+    }
+    Ok(())
+}
+
+/// The leader's answer to a follower's fetch of one partition, before any read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchDecision {
+    /// The follower's log agrees with ours up to its fetch offset: read from there and record
+    /// the offset as its LEO.
+    Read,
+    /// Its log diverges: answer `DivergingEpoch { epoch, end_offset }` with no records, and
+    /// do not record the fetch offset (it names records the leader does not have).
+    Diverging { epoch: i32, end_offset: i64 },
+}
+
+/// Fencing by `current_leader_epoch`, then divergence (Fetch v12+): the follower's last
+/// fetched epoch must end, in our log, at or after its fetch offset, and at that same epoch.
+/// `leo` is the leader's log end; `epochs` its epoch cache.
+pub fn check_follower_fetch(
+    epochs: &LeaderEpochCache,
+    leo: i64,
+    my_epoch: LeaderEpoch,
+    fetch_offset: i64,
+    current_leader_epoch: i32,
+    last_fetched_epoch: i32,
+) -> Result<FetchDecision, EpochFenceError> {
+    check_leader_epoch(current_leader_epoch, my_epoch.0)?;
+    if last_fetched_epoch >= 0 {
+        let (epoch, end_offset) = epochs.end_offset_for(LeaderEpoch(last_fetched_epoch), leo);
+        if epoch != last_fetched_epoch || end_offset < fetch_offset {
+            return Ok(FetchDecision::Diverging { epoch, end_offset });
+        }
+    }
+    Ok(FetchDecision::Read)
+}
+
+/// A follower's HW after an answer: the leader's HW capped by its own LEO (it cannot expose
+/// records it does not have), and never below what it already had (capped by the LEO too).
+pub fn follower_high_watermark(current_hw: i64, leader_hw: i64, leo: i64) -> i64 {
+    leader_hw.min(leo).max(current_hw.min(leo))
+}
+
+/// Where a follower told `DivergingEpoch { epoch, end_offset }` truncates (Kafka's
+/// `getOffsetTruncationState`): to the smaller of the leader's end offset of that epoch and
+/// its own, never past its own end. If it never had that epoch, to where its own largest
+/// epoch below it ends, and it fetches again (the next answer finishes the job). An epoch
+/// it cannot answer for (undefined) leaves the leader's end offset alone.
+///
+/// The caller cuts its log there if that is below its end, and its epoch cache there in any
+/// case: an entry at the very end names a leadership of this replica that wrote nothing,
+/// and kept, it stays the follower's last fetched epoch, which the leader keeps calling
+/// diverging (Kafka's `UnifiedLog.truncateTo` cuts the cache for that reason too).
+pub fn truncation_target(epoch: i32, end_offset: i64, own: &LeaderEpochCache, leo: i64) -> i64 {
+    let (own_epoch, own_end) = own.end_offset_for(LeaderEpoch(epoch), leo);
+    let target = if own_epoch < 0 {
+        end_offset
+    } else if own_epoch != epoch {
+        own_end
+    } else {
+        own_end.min(end_offset)
+    };
+    target.min(leo)
+}
+
+#[cfg(test)]
+#[path = "replica_fetch_tests.rs"]
+mod tests;
