@@ -454,7 +454,11 @@ async fn apply_response(
             answered = true;
             if d.diverging_epoch.epoch >= 0 {
                 match p
-                    .truncate_diverging(*asked, d.diverging_epoch.end_offset)
+                    .truncate_to_diverging_epoch(
+                        *asked,
+                        d.diverging_epoch.epoch,
+                        d.diverging_epoch.end_offset,
+                    )
                     .await
                 {
                     Ok(_) => {}

@@ -468,20 +468,6 @@ impl Partition {
         changed
     }
 
-    /// A follower truncating its divergent tail, when the caller does not pass the leader's
-    /// diverging epoch: to the leader's end offset (an undefined epoch). Prefer
-    /// [`truncate_to_diverging_epoch`](Self::truncate_to_diverging_epoch), which also
-    /// applies the follower's own end of that epoch: without it a follower that wrote in an
-    /// epoch the leader never had can be told "diverging" for ever.
-    pub async fn truncate_diverging(
-        &self,
-        asked: FetchPosition,
-        end_offset: i64,
-    ) -> Result<i64, LogError> {
-        self.truncate_to_diverging_epoch(asked, epoch_cache::UNDEFINED_EPOCH, end_offset)
-            .await
-    }
-
     /// A follower truncating its divergent tail as `replica_fetch::truncation_target` says
     /// (CLUSTER.md: by epoch, never blindly to the HW). The log's truncation is crash-safe;
     /// the epoch cache and the producer table follow it.

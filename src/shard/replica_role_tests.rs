@@ -204,7 +204,12 @@ fn a_diverging_follower_is_told_where_its_epoch_ended_and_truncates() {
         // The follower cuts its log to 5 and forgets the epochs past it.
         let mut asked = at(8);
         asked.leader_epoch = LeaderEpoch(3);
-        assert_eq!(p.truncate_diverging(asked, 5).await.expect("truncate"), 5);
+        assert_eq!(
+            p.truncate_to_diverging_epoch(asked, 3, 5)
+                .await
+                .expect("truncate"),
+            5
+        );
         assert_eq!(p.log.offsets().written_end_offset, 5);
         assert_eq!(p.epoch_cache().latest_epoch(), Some(LeaderEpoch(3)));
         // Now the fetch matches the leader's log.
