@@ -66,6 +66,9 @@ pub enum ClusterStartError {
 pub struct ClusterSetup {
     pub kraft: KraftConfig,
     pub published: Arc<PublishedCluster>,
+    /// This process's registration id (a restart is a new incarnation): partitions lead
+    /// only once the applied metadata holds this registration.
+    pub incarnation: uuid::Uuid,
 }
 
 /// The cluster configuration of `config` checked as a whole, without touching the data
@@ -91,6 +94,7 @@ pub fn prepare(config: &BrokerConfig) -> Result<Option<ClusterSetup>, ClusterSta
     Ok(Some(ClusterSetup {
         kraft,
         published: Arc::new(PublishedCluster::new(cluster_id)),
+        incarnation: uuid::Uuid::new_v4(),
     }))
 }
 
@@ -280,6 +284,7 @@ pub async fn start(
             .map_or("PLAINTEXT".to_string(), |l| l.name.clone());
         let session = BrokerSessionConfig {
             broker_id: kraft.node_id,
+            incarnation: setup.incarnation,
             // BrokerConfig resolved the client listener (port 0 included).
             endpoints: vec![Endpoint {
                 name,
@@ -324,7 +329,12 @@ pub fn start_replication(setup: &ClusterSetup, shard: &Rc<Shard>) -> Result<(), 
         replica_fetch_wait_max_ms: kraft.replica_fetch_wait_max_ms,
         replica_fetch_max_bytes: kraft.replica_fetch_max_bytes,
     };
-    let manager = Rc::new(ReplicaManager::new(kraft.node_id, settings, voters));
+    let manager = Rc::new(ReplicaManager::new(
+        kraft.node_id,
+        setup.incarnation,
+        settings,
+        voters,
+    ));
     if shard.replicas.set(Rc::clone(&manager)).is_ok() {
         replica_manager::start(shard, manager);
     }

@@ -62,6 +62,8 @@ pub struct ReplicaSettings {
 
 pub struct ReplicaManager {
     me: BrokerId,
+    /// This process's registration: until the metadata holds it, nothing is led here.
+    incarnation: uuid::Uuid,
     settings: ReplicaSettings,
     /// This shard's own line to the controller (AlterPartition).
     link: ControllerLink,
@@ -78,11 +80,13 @@ pub struct ReplicaManager {
 impl ReplicaManager {
     pub fn new(
         me: BrokerId,
+        incarnation: uuid::Uuid,
         settings: ReplicaSettings,
         voters: Vec<(BrokerId, String)>,
     ) -> ReplicaManager {
         ReplicaManager {
             me,
+            incarnation,
             settings,
             link: ControllerLink::new(voters),
             fetching_from: RefCell::new(HashSet::new()),
@@ -136,12 +140,25 @@ pub(super) async fn apply_roles(
     }
     let now = runtime::now_ms();
     let mut offsets_led = false;
+    // A restarted broker replays metadata of its previous life, which may name it leader
+    // at an epoch it led before the crash (with a log that may have lost its unflushed
+    // tail). It leads only once its new registration is applied: the controller fenced
+    // the old one in the same batch, which moved or bumped those leaderships.
+    let registered = summary
+        .metadata
+        .broker(manager.me)
+        .is_some_and(|b| b.incarnation == manager.incarnation);
     for p in shard.owned_partitions() {
         let Some(state) = summary.metadata.partition_by_name(&p.topic, p.index) else {
             continue;
         };
         let offsets = p.topic == OFFSETS_TOPIC;
-        if state.leader == Some(manager.me) {
+        if state.leader == Some(manager.me) && !registered {
+            p.follow(None, state.leader_epoch);
+            if offsets {
+                shard.unload_group_partition(p.index);
+            }
+        } else if state.leader == Some(manager.me) {
             let config = manager.leader_config(&p);
             if let Err(e) = p.lead(manager.me, state, config, now).await {
                 tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader");

@@ -23,6 +23,8 @@ use crate::util::shutdown::ShutdownSignal;
 
 #[derive(Debug, Clone)]
 pub struct BrokerSessionConfig {
+    /// This process's registration id (new at every start).
+    pub incarnation: Uuid,
     pub broker_id: BrokerId,
     pub endpoints: Vec<Endpoint>,
     pub rack: Option<String>,
@@ -42,7 +44,7 @@ pub async fn run(
     if config.voters.is_empty() {
         return;
     }
-    let incarnation = Uuid::new_v4();
+    let incarnation = config.incarnation;
     let mut clients: Vec<ControllerClient> = config
         .voters
         .iter()
