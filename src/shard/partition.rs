@@ -61,8 +61,9 @@ pub struct Partition {
     pub(super) role: RefCell<ReplicaRole>,
     /// `leader-epoch-checkpoint`: where each leader epoch starts in this log.
     pub(super) epochs: RefCell<LeaderEpochCache>,
-    /// acks=all produces waiting for the HW to move (or the role to change).
-    pub(super) hw_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
+    /// acks=all produces waiting for the HW to pass their last offset (or the role to
+    /// change), with that offset.
+    pub(super) hw_waiters: RefCell<Vec<(i64, local_oneshot::Sender<()>)>>,
     /// Held by a follower's append or truncation and by becoming leader, so that a fetch
     /// answered just before a role change is never appended after it.
     pub(super) replica_io: Exclusive,

@@ -191,8 +191,8 @@ impl Partition {
             ReplicaRole::Leader(l) => l.on_leader_append(leo),
             _ => None,
         };
-        if moved.is_some() {
-            self.wake_hw_waiters();
+        if let Some(hw) = moved {
+            self.high_watermark_moved(hw);
         }
     }
 
@@ -205,7 +205,10 @@ impl Partition {
         last_offset: i64,
         timeout: Duration,
     ) -> Result<(), PartitionError> {
-        let deadline = std::time::Instant::now() + timeout;
+        // One timer for the whole wait (a waiter may be woken more than once).
+        let deadline = runtime::sleep(timeout);
+        futures_lite::pin!(deadline);
+        let mut timed_out = false;
         loop {
             let waiter = {
                 let role = self.role.borrow();
@@ -222,37 +225,58 @@ impl Partition {
                             e.to_string(),
                         ))
                     }
+                    AcksAllStatus::Pending if timed_out => {
+                        return Err(PartitionError::new(
+                            ResponseError::RequestTimedOut.code(),
+                            format!(
+                                "the in-sync replicas of {}-{} did not reach offset {last_offset} within {timeout:?}",
+                                self.topic, self.index
+                            ),
+                        ));
+                    }
                     AcksAllStatus::Pending => {
                         let (tx, rx) = local_oneshot::channel();
-                        self.hw_waiters.borrow_mut().push(tx);
+                        self.hw_waiters.borrow_mut().push((last_offset, tx));
                         rx
                     }
                 }
             };
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return Err(PartitionError::new(
-                    ResponseError::RequestTimedOut.code(),
-                    format!(
-                        "the in-sync replicas of {}-{} did not reach offset {last_offset} within {timeout:?}",
-                        self.topic, self.index
-                    ),
-                ));
-            }
-            futures_lite::future::or(
+            timed_out = futures_lite::future::or(
                 async {
                     waiter.await;
+                    false
                 },
-                runtime::sleep(left),
+                async {
+                    deadline.as_mut().await;
+                    true
+                },
             )
             .await;
         }
     }
 
-    /// Wakes acks=all waiters and consumers' long polls: the HW (or the role) changed.
+    /// The leader's HW moved to `hw`: the acks=all waiters it answered (their last offset
+    /// below it) and consumers' long polls wake; the others keep waiting (waking every
+    /// waiter on every move cost a wakeup per request in flight per follower fetch).
+    fn high_watermark_moved(&self, hw: i64) {
+        let answered: Vec<local_oneshot::Sender<()>> = {
+            let mut waiters = self.hw_waiters.borrow_mut();
+            let (answered, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut *waiters)
+                .into_iter()
+                .partition(|(o, _)| *o < hw);
+            *waiters = waiting;
+            answered.into_iter().map(|(_, w)| w).collect()
+        };
+        for w in answered {
+            w.send(());
+        }
+        self.notify_high_watermark();
+    }
+
+    /// Wakes every acks=all waiter and consumers' long polls: the role changed.
     pub fn wake_hw_waiters(&self) {
         let waiters = std::mem::take(&mut *self.hw_waiters.borrow_mut());
-        for w in waiters {
+        for (_, w) in waiters {
             w.send(());
         }
         self.notify_high_watermark();
@@ -283,8 +307,8 @@ impl Partition {
             _ => None,
         };
         if let Some(moved) = current {
-            if moved.is_some() {
-                self.wake_hw_waiters();
+            if let Some(hw) = moved {
+                self.high_watermark_moved(hw);
             }
             return Ok(());
         }
@@ -395,8 +419,8 @@ impl Partition {
         let hw = leader.high_watermark();
         drop(role);
         drop(epochs);
-        if outcome.hw_advanced.is_some() {
-            self.wake_hw_waiters();
+        if let Some(hw) = outcome.hw_advanced {
+            self.high_watermark_moved(hw);
         }
         Ok(ReplicaFetchCheck {
             diverging: None,
@@ -518,8 +542,8 @@ impl Partition {
             }
             _ => None,
         };
-        if moved.is_some() {
-            self.wake_hw_waiters();
+        if let Some(hw) = moved {
+            self.high_watermark_moved(hw);
         }
     }
 
@@ -546,8 +570,8 @@ impl Partition {
             }
             _ => None,
         };
-        if moved.is_some() {
-            self.wake_hw_waiters();
+        if let Some(hw) = moved {
+            self.high_watermark_moved(hw);
         }
     }
 
@@ -558,8 +582,8 @@ impl Partition {
             ReplicaRole::Leader(l) => l.maybe_advance_hw(now_ms),
             _ => None,
         };
-        if moved.is_some() {
-            self.wake_hw_waiters();
+        if let Some(hw) = moved {
+            self.high_watermark_moved(hw);
         }
     }
 

@@ -175,6 +175,51 @@ fn a_leaders_hw_follows_its_in_sync_follower_and_answers_acks_all() {
 }
 
 #[test]
+fn a_hw_move_answers_the_acks_all_waiters_it_passed_and_no_others() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        p.lead(ME, &state(ME, 4, &[1, 2]), config(2), 1)
+            .await
+            .expect("lead");
+        let mut lasts = Vec::new();
+        for base in [0, 3] {
+            let options = p.leader_append_options(false, 1).expect("leader");
+            let info = p
+                .produce(&leader_batch(base, 3, -1, None), options)
+                .await
+                .expect("append");
+            lasts.push(info.last_offset);
+        }
+        p.after_leader_append();
+        let wait = |last: i64| {
+            let p = Rc::clone(&p);
+            crate::runtime::spawn(async move {
+                p.wait_acks_all(Some(LeaderEpoch(4)), last, Duration::from_secs(30))
+                    .await
+            })
+        };
+        let (first, second) = (wait(lasts[0]), wait(lasts[1]));
+        crate::runtime::sleep(Duration::from_millis(5)).await;
+        assert_eq!(p.hw_waiters.borrow().len(), 2);
+        // The follower has the first batch: the HW passes the first produce only.
+        p.check_replica_fetch(OTHER, 3, 4, 4, 2).expect("fetch");
+        assert_eq!(first.await.map_err(|e| e.code), Ok(()));
+        assert_eq!(
+            p.hw_waiters
+                .borrow()
+                .iter()
+                .map(|(o, _)| *o)
+                .collect::<Vec<_>>(),
+            vec![lasts[1]],
+            "the second produce is still waiting, not woken to wait again"
+        );
+        p.check_replica_fetch(OTHER, 6, 4, 4, 3).expect("fetch");
+        assert_eq!(second.await.map_err(|e| e.code), Ok(()));
+        assert!(p.hw_waiters.borrow().is_empty());
+    });
+}
+
+#[test]
 fn a_diverging_follower_is_told_where_its_epoch_ended_and_truncates() {
     run(|dir| async move {
         // The follower wrote epoch 3 up to offset 8, in two batches (truncation removes
