@@ -351,14 +351,16 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             continue;
         }
         idle_rounds = 0;
-        let Some(addr) = shard
-            .published_summary()
-            .and_then(|s| broker_addr(&s.metadata, leader))
-        else {
-            runtime::sleep(FETCH_BACKOFF).await;
-            continue;
-        };
-        if client.as_ref().is_none_or(|c| c.addr() != addr) {
+        // The address is looked up for a new connection only: a leader that restarted on
+        // another address closed the old one.
+        if client.is_none() {
+            let Some(addr) = shard
+                .published_summary()
+                .and_then(|s| broker_addr(&s.metadata, leader))
+            else {
+                runtime::sleep(FETCH_BACKOFF).await;
+                continue;
+            };
             let id = format!("ringbroker-replica-{}", manager.me.0);
             match ReplicaClient::connect(addr, &id, Duration::from_secs(2)).await {
                 Ok(c) => client = Some(c),
