@@ -84,11 +84,17 @@ def check(history):
     acked_at = {}  # value -> (partition, offset)
     by_position = {}  # (partition, offset) -> value acknowledged there
     for a in acks:
-        v, pos = a["value"], (int(a["partition"]), int(a["offset"]))
+        # An acknowledgement without an offset is librdkafka's implicit one: an idempotent
+        # producer whose answer for a batch was lost takes a later batch's success as the
+        # earlier one's too (sequence order proves it was written). Checked by partition.
+        offset = None if a["offset"] is None else int(a["offset"])
+        v, pos = a["value"], (int(a["partition"]), offset)
         sent.add(v)
         if v in acked_at and acked_at[v] != pos:
             found["two_valued"].add(("ack-twice", v), f"{v} acknowledged at {acked_at[v]} and at {pos}")
         acked_at.setdefault(v, pos)
+        if offset is None:
+            continue
         other = by_position.get(pos)
         if other is not None and other != v:
             found["two_valued"].add(("ack", pos), f"{pos} acknowledged for {other} and for {v}")
@@ -101,7 +107,7 @@ def check(history):
     acked_runs = {}
     for v, (p, o) in acked_at.items():
         pv = parse_value(v)
-        if pv is not None:
+        if pv is not None and o is not None:
             acked_runs.setdefault((pv[0], p), []).append((pv[1], o, v))
     for (producer, p), run in acked_runs.items():
         run.sort()
@@ -178,7 +184,12 @@ def check(history):
         for v, ps in where.items():
             if len(ps) > 1:
                 found["duplicated"].add(v, f"{name}: {v} at {ps[:4]}")
-            if v in acked_at and acked_at[v] not in ps:
+            acked = acked_at.get(v)
+            if acked is not None and acked[1] is None:
+                moved = all(pp != acked[0] for pp, _ in ps)
+            else:
+                moved = acked is not None and acked not in ps
+            if moved:
                 found["two_valued"].add(("moved", v), f"{v}: acknowledged at {acked_at[v]}, {name} read it "
                                                       f"at {ps[0]}")
         per_reader[name] = {"records": sum(len(pr["records"]) for pr in r["partitions"].values()),
@@ -312,6 +323,20 @@ def _self_test():
     case("ends short of the HW", {"skipped"}, short_end)
     case("went back", {"went_back"}, back)
     case("unexpected value", {"unexpected"}, unexpected)
+
+    # librdkafka's implicit acknowledgement (no offset): present in its partition is fine,
+    # missing from it is loss, read only in another partition is two-valued.
+    def implicit_ack(h):
+        h["acks"][0]["offset"] = None
+    case("implicit acknowledgement", set(), implicit_ack)
+
+    def implicit_ack_lost(h):
+        implicit_ack(h)
+        gone = h["acks"][0]
+        for r in h["reads"]:
+            pr = r["partitions"][gone["partition"]]
+            pr["records"] = [[o, v] for o, v in pr["records"] if v != gone["value"]]
+    case("implicit acknowledgement lost", {"lost", "skipped"}, implicit_ack_lost)
 
     # An incomplete read does not report loss for what it did not get to.
     def incomplete(h):
