@@ -148,6 +148,10 @@ pub(super) async fn apply_roles(
         .metadata
         .broker(manager.me)
         .is_some_and(|b| b.incarnation == manager.incarnation);
+    // Demotions at once; promotions after them and side by side: each makes an epoch
+    // entry durable, and one after another they held the publication back by as many
+    // fsyncs as partitions (seconds on a loaded disk).
+    let mut leading = Vec::new();
     for p in shard.owned_partitions() {
         let Some(state) = summary.metadata.partition_by_name(&p.topic, p.index) else {
             continue;
@@ -159,11 +163,7 @@ pub(super) async fn apply_roles(
                 shard.unload_group_partition(p.index);
             }
         } else if state.leader == Some(manager.me) {
-            let config = manager.leader_config(&p);
-            if let Err(e) = p.lead(manager.me, state, config, now).await {
-                tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader");
-            }
-            p.note_replica_liveness(|b| b == manager.me || summary.metadata.is_unfenced(b));
+            leading.push((p, state.clone()));
             offsets_led |= offsets;
         } else {
             p.follow(state.leader, state.leader_epoch);
@@ -174,6 +174,21 @@ pub(super) async fn apply_roles(
                 ensure_fetcher(shard, manager, leader);
             }
         }
+    }
+    let tasks: Vec<_> = leading
+        .into_iter()
+        .map(|(p, state)| {
+            let (me, config, summary) = (manager.me, manager.leader_config(&p), Arc::clone(&summary));
+            runtime::spawn(async move {
+                if let Err(e) = p.lead(me, &state, config, now).await {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader");
+                }
+                p.note_replica_liveness(|b| b == me || summary.metadata.is_unfenced(b));
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await;
     }
     *manager.applied.borrow_mut() = Some(summary);
     if offsets_led {
