@@ -31,13 +31,45 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Free loopback ports: bound once (without SO_REUSEPORT) and released together, so no two
 /// are the same; the broker's own probe refuses a port someone else took meanwhile.
+/// RINGBROKER_TEST_PORT_RANGE=LOW-HIGH takes them from that range (a machine shared with
+/// other tests that keep to ranges of their own), else the kernel picks.
 fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
-        .collect();
+    let held: Vec<TcpListener> = match port_range() {
+        Some(range) => range_listeners(range, n),
+        None => (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
+            .collect(),
+    };
     held.iter()
         .map(|l| l.local_addr().expect("addr").port())
         .collect()
+}
+
+fn port_range() -> Option<std::ops::RangeInclusive<u16>> {
+    let text = std::env::var("RINGBROKER_TEST_PORT_RANGE").ok()?;
+    let (low, high) = text
+        .split_once('-')
+        .expect("RINGBROKER_TEST_PORT_RANGE is LOW-HIGH");
+    let parse = |s: &str| s.trim().parse::<u16>().expect("a port number");
+    Some(parse(low)..=parse(high))
+}
+
+/// `n` listeners on free ports of `range`; the tests of this process (run in parallel)
+/// share one cursor, so that one does not take the ports another just released.
+fn range_listeners(range: std::ops::RangeInclusive<u16>, n: usize) -> Vec<TcpListener> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let (low, size) = (*range.start(), range.len());
+    let mut held = Vec::new();
+    for _ in 0..size {
+        let offset = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % size;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", low + offset as u16)) {
+            held.push(l);
+            if held.len() == n {
+                return held;
+            }
+        }
+    }
+    panic!("fewer than {n} free ports in {range:?}");
 }
 
 struct Node {
@@ -92,6 +124,45 @@ fn spawn(
             }
         }
     }
+}
+
+/// Starts node `id` over `<root>/data-<id>`, logging to `<root>/node-<id>.log`.
+fn start_node(root: &Path, id: i32, settings: &[String]) -> Node {
+    let data = root.join(format!("data-{id}"));
+    let log = root.join(format!("node-{id}.log"));
+    let (child, addr) = spawn(id, &data, &log, settings).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}",
+            String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default())
+        )
+    });
+    Node {
+        id,
+        child: Some(child),
+        addr,
+        data,
+        log,
+    }
+}
+
+/// The three voters: node i+1's controller listener on `ports[3 + i]`.
+fn voters(ports: &[u16]) -> String {
+    (0..3)
+        .map(|i| format!("{}@127.0.0.1:{}", i + 1, ports[3 + i]))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Nodes 1, 2 and 3, node i+1 on `ports[i]` (node 1 also serving metrics on `metrics`).
+fn start_three(root: &Path, ports: &[u16], voters: &str, metrics: Option<u16>) -> Vec<Node> {
+    (0..3)
+        .map(|i| {
+            let id = i as i32 + 1;
+            let metrics = metrics.filter(|_| i == 0);
+            let node_settings = settings_with_metrics(id, ports[i], ports[3 + i], voters, metrics);
+            start_node(root, id, &node_settings)
+        })
+        .collect()
 }
 
 impl Node {
@@ -225,32 +296,8 @@ fn three_voters_list_every_broker_and_survive_a_kill9_of_the_controller() {
     let root = tempfile::tempdir().expect("tempdir");
     let ports = free_ports(7);
     let metrics_port = ports[6];
-    let voters: String = (0..3)
-        .map(|i| format!("{}@127.0.0.1:{}", i + 1, ports[3 + i]))
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut nodes: Vec<Node> = Vec::new();
-    for i in 0..3 {
-        let id = i as i32 + 1;
-        let data = root.path().join(format!("data-{id}"));
-        let log = root.path().join(format!("node-{id}.log"));
-        // Node 1 also serves metrics.
-        let metrics = (i == 0).then_some(metrics_port);
-        let node_settings = settings_with_metrics(id, ports[i], ports[3 + i], &voters, metrics);
-        let (child, addr) = spawn(id, &data, &log, &node_settings).unwrap_or_else(|e| {
-            panic!(
-                "{e}: {}",
-                String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default())
-            )
-        });
-        nodes.push(Node {
-            id,
-            child: Some(child),
-            addr,
-            data,
-            log,
-        });
-    }
+    let voters = voters(&ports);
+    let mut nodes = start_three(root.path(), &ports, &voters, Some(metrics_port));
     for node in &nodes {
         assert!(
             node.data.join("meta.properties").exists(),
@@ -536,4 +583,214 @@ fn a_data_dir_of_another_cluster_is_refused() {
         text.contains("belongs to cluster someOtherCluster"),
         "the error names the other cluster:\n{text}"
     );
+}
+
+/// `ringbroker topic describe ... --format json` at `bootstrap`: the listed partitions as
+/// (topic, partition), sorted.
+fn described(bootstrap: &str, args: &[&str]) -> Vec<(String, i64)> {
+    let d = describe_cli(bootstrap, args, "json");
+    let d: serde_json::Value = serde_json::from_str(&d).expect("JSON");
+    let mut listed: Vec<(String, i64)> = d["partitions"]
+        .as_array()
+        .expect("partitions")
+        .iter()
+        .map(|p| {
+            let topic = p["topic"].as_str().expect("topic").to_string();
+            (topic, p["partition"].as_i64().expect("partition"))
+        })
+        .collect();
+    listed.sort();
+    listed
+}
+
+fn describe_cli(bootstrap: &str, args: &[&str], format: &str) -> String {
+    let mut all = vec!["--format", format];
+    all.extend_from_slice(args);
+    topic_cli(bootstrap, "describe", &all)
+}
+
+fn create_cli(bootstrap: &str, args: &[&str]) {
+    topic_cli(bootstrap, "create", args);
+}
+
+/// `ringbroker topic <command> <args>` at `bootstrap`, which must succeed: its stdout.
+fn topic_cli(bootstrap: &str, command: &str, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .args(["topic", command, "--timeout", "5s", "-b", bootstrap])
+        .args(args)
+        .output()
+        .expect("run ringbroker topic");
+    assert!(
+        out.status.success(),
+        "topic {command} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// Every partition of every topic, as (topic, partition, replicas), from `node`'s Metadata.
+fn all_partitions(node: &Node) -> Vec<(String, i64, Vec<i32>)> {
+    let mut all_topics = MetadataRequest::default();
+    all_topics.topics = None;
+    let m: MetadataResponse = Client::connect(node.addr).call(ApiKey::Metadata, 12, &all_topics);
+    m.topics
+        .iter()
+        .flat_map(|t| {
+            let name = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+            t.partitions.iter().map(move |p| {
+                let replicas = p.replica_nodes.iter().map(|r| r.0).collect();
+                (name.clone(), i64::from(p.partition_index), replicas)
+            })
+        })
+        .collect()
+}
+
+/// Polls `describe` until it lists what `want` says; the last listing when it never does.
+fn wait_listed(
+    describe: impl Fn() -> Vec<(String, i64)>,
+    want: impl Fn() -> Vec<(String, i64)>,
+) -> Result<(), Vec<(String, i64)>> {
+    let mut seen = Vec::new();
+    for _ in 0..MAX_POLLS {
+        seen = describe();
+        if seen == want() {
+            return Ok(());
+        }
+        std::thread::sleep(POLL);
+    }
+    Err(seen)
+}
+
+/// kill -9 of a broker that is not the controller: once it is fenced it leaves the ISRs,
+/// and `topic describe --under-replicated-partitions` lists exactly the partitions it was a
+/// replica of (of every topic, or of the one named); none before the fault. A topic on it
+/// alone is unavailable (and under min ISR, as Kafka counts a partition without a leader);
+/// one of min.insync.replicas=2 at RF 3 is at min ISR, one without the dead broker is in
+/// no listing.
+#[test]
+fn describe_filters_list_the_partitions_a_killed_broker_left_behind() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(6);
+    let mut nodes = start_three(root.path(), &ports, &voters(&ports), None);
+    let all = [0, 1, 2];
+    wait_for(&nodes, &all, "three live brokers and a controller", |m| {
+        broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
+    });
+    let controller = nodes[0].metadata().expect("metadata").controller_id.0;
+    // Not the controller: the test is of describe, not of a controller failover.
+    let dead_id = (1..=3)
+        .rev()
+        .find(|id| *id != controller)
+        .expect("a broker");
+    let dead = (dead_id - 1) as usize;
+    let survivors: Vec<usize> = all.iter().copied().filter(|i| *i != dead).collect();
+    let (a, b) = (survivors[0] as i32 + 1, survivors[1] as i32 + 1);
+    let addrs: Vec<String> = nodes.iter().map(|n| n.addr.to_string()).collect();
+    let before = addrs.join(",");
+    let after = format!("{},{}", addrs[survivors[0]], addrs[survivors[1]]);
+    create_cli(
+        &before,
+        &[
+            "spread",
+            "-p",
+            "3",
+            "-r",
+            "3",
+            "-c",
+            "min.insync.replicas=2",
+        ],
+    );
+    create_cli(
+        &before,
+        &["pair", "--replica-assignment", &format!("{a}:{b},{b}:{a}")],
+    );
+    create_cli(
+        &before,
+        &["solo", "--replica-assignment", &dead_id.to_string()],
+    );
+
+    let under_replicated = |at: &str, topic: Option<&str>| {
+        let mut args: Vec<&str> = topic.into_iter().collect();
+        args.push("--under-replicated-partitions");
+        described(at, &args)
+    };
+    // A new topic's ISR is its replicas: nothing is listed without a fault (a bounded wait,
+    // for other topics, __consumer_offsets, may still be placed).
+    if let Err(seen) = wait_listed(|| under_replicated(&before, None), Vec::new) {
+        panic!("under-replicated before any fault: {seen:?}");
+    }
+    assert_eq!(described(&before, &["--unavailable-partitions"]), []);
+    assert_eq!(described(&before, &["--under-min-isr-partitions"]), []);
+    assert_eq!(
+        described(&before, &["spread", "--at-min-isr-partitions"]),
+        []
+    );
+    let healthy = describe_cli(&before, &["--under-replicated-partitions"], "table");
+    assert_eq!(
+        healthy, "",
+        "a table of nothing is no output, as kafka-topics.sh"
+    );
+
+    nodes[dead].kill9();
+    // The partitions the dead broker shares with others lose it from their ISR. Which those
+    // are is read with each poll: __consumer_offsets may be created meanwhile.
+    let affected = || {
+        let mut affected: Vec<(String, i64)> = all_partitions(&nodes[survivors[0]])
+            .into_iter()
+            .filter(|(_, _, replicas)| replicas.len() > 1 && replicas.contains(&dead_id))
+            .map(|(topic, partition, _)| (topic, partition))
+            .collect();
+        affected.sort();
+        affected
+    };
+    if let Err(seen) = wait_listed(|| under_replicated(&after, None), affected) {
+        panic!(
+            "under-replicated after a kill -9 of broker {dead_id}: {seen:?}, want {:?}",
+            affected()
+        );
+    }
+    let spread: Vec<(String, i64)> = (0..3).map(|p| ("spread".to_string(), p)).collect();
+    assert_eq!(under_replicated(&after, Some("spread")), spread);
+    assert_eq!(under_replicated(&after, Some("pair")), []);
+    assert_eq!(
+        under_replicated(&after, Some("solo")),
+        [],
+        "its one replica is its ISR"
+    );
+    let solo = vec![("solo".to_string(), 0)];
+    // Leadership moved off the dead broker where another replica was in sync.
+    assert_eq!(described(&after, &["--unavailable-partitions"]), solo);
+    // spread: ISR 2 of min.insync.replicas 2; pair: 2 of the broker default, 1.
+    assert_eq!(
+        described(&after, &["spread", "--at-min-isr-partitions"]),
+        spread
+    );
+    assert_eq!(described(&after, &["pair", "--at-min-isr-partitions"]), []);
+    assert_eq!(
+        described(&after, &["--under-min-isr-partitions"]),
+        solo,
+        "no leader counts as under min ISR"
+    );
+
+    // The table flags them, and so does the full description.
+    let table = describe_cli(
+        &after,
+        &["spread", "--under-replicated-partitions"],
+        "table",
+    );
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(
+        rows.iter().all(|r| r.ends_with("under-replicated")),
+        "{table}"
+    );
+    let full = describe_cli(&after, &["spread"], "json");
+    let full: serde_json::Value = serde_json::from_str(&full).expect("JSON");
+    for p in full["partitions"].as_array().expect("partitions") {
+        assert_eq!(p["under_replicated"], true, "{p}");
+        assert_eq!(p["unavailable"], false, "{p}");
+        assert_eq!(p["at_min_isr"], true, "{p}");
+        let isr = p["isr"].as_array().expect("isr");
+        assert!(!isr.contains(&serde_json::json!(dead_id)), "{p}");
+    }
 }

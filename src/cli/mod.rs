@@ -6,6 +6,8 @@
 //! - [`explain`]: errors for humans: Kafka codes by name with a one-line explanation
 //! - [`table`]: `--format table|json`: aligned tables for people, JSON for scripts
 //! - [`topic`]: `ringbroker topic create|list|describe|delete|alter-config|add-partitions`
+//! - [`topic_describe`]: `ringbroker topic describe`, with kafka-topics.sh's filters
+//!   (under-replicated, under/at min ISR, unavailable partitions)
 //! - [`group`]: `ringbroker group list|describe|delete|reset-offsets` (lag, offsets)
 //! - [`produce`]: `ringbroker produce`: stdin or a file, one record per line
 //! - [`consume`]: `ringbroker consume`: print records (as [`record_format`] says), optionally
@@ -20,4 +22,5 @@ pub mod produce;
 pub mod record_format;
 pub mod table;
 pub mod topic;
+pub mod topic_describe;
 pub mod topic_exists;

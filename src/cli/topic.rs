@@ -3,14 +3,14 @@
 
 use serde::Serialize;
 
-use crate::client::admin::{self, ConfigChange, ConfigEntry, ConfigResource, NewTopic, TopicInfo};
-use crate::client::cluster::{EARLIEST, LATEST};
-use crate::client::{log_dirs, ClientError, Cluster};
+use crate::client::admin::{self, ConfigChange, ConfigResource, NewTopic, TopicInfo};
+use crate::client::{ClientError, Cluster};
 use kafka_protocol::ResponseError;
 
 use super::connect::ConnectArgs;
 use super::explain::CliError;
 use super::table::{emit, emit_json, Format, OutputArgs, Table};
+use super::topic_describe::{describe, DescribeArgs};
 
 // `verbatim_doc_comment`: keep the example lines as written (clap would join them).
 #[derive(clap::Subcommand, Debug)]
@@ -37,16 +37,24 @@ pub enum TopicCommand {
     List(ListArgs),
     /// Show a topic's partitions, offsets and configs.
     ///
-    /// Per partition: leader, replicas, in-sync replicas, log start offset, high watermark,
-    /// and messages = high watermark - log start (an upper bound: transaction markers take
+    /// Per partition: leader, replicas, in-sync replicas, STATUS (ok, or under-replicated,
+    /// under-min-isr, unavailable: no live leader), log start offset, high watermark, and
+    /// messages = high watermark - log start (an upper bound: transaction markers take
     /// offsets too). Then the configs set on the topic (--all-configs: every config with
     /// where its value comes from). SIZE-BYTES is each partition's size on disk
     /// (DescribeLogDirs; `-` from a broker without it).
+    ///
+    /// With kafka-topics.sh's filters (--under-replicated-partitions,
+    /// --under-min-isr-partitions, --at-min-isr-partitions, --unavailable-partitions) only
+    /// the partitions matching any of them are listed, of the topic named or of every topic,
+    /// and nothing at all in the table format when none matches.
     ///
     /// Examples:
     ///   ringbroker topic describe orders
     ///   ringbroker topic describe orders --all-configs
     ///   ringbroker topic describe orders --format json
+    ///   ringbroker topic describe --under-replicated-partitions
+    ///   ringbroker topic describe orders --under-min-isr-partitions --format json
     #[command(verbatim_doc_comment)]
     Describe(DescribeArgs),
     /// Delete topics and all their data.
@@ -108,19 +116,6 @@ pub struct ListArgs {
     /// Also list internal topics (__consumer_offsets).
     #[arg(long)]
     pub internal: bool,
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct DescribeArgs {
-    /// The topic's name.
-    pub name: String,
-    /// Show every config with its source, not only those set on the topic.
-    #[arg(long)]
-    pub all_configs: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
     #[command(flatten)]
@@ -296,7 +291,7 @@ fn list(args: ListArgs) -> Result<(), CliError> {
     }
 }
 
-fn yes_no(b: bool) -> &'static str {
+pub(super) fn yes_no(b: bool) -> &'static str {
     if b {
         "yes"
     } else {
@@ -304,39 +299,8 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
-#[derive(Serialize, Debug, PartialEq)]
-struct DescribedPartition {
-    partition: i32,
-    leader: i32,
-    replicas: Vec<i32>,
-    isr: Vec<i32>,
-    log_start_offset: i64,
-    high_watermark: i64,
-    messages: i64,
-    /// Bytes on disk (DescribeLogDirs); `None` when the broker does not say.
-    size_bytes: Option<i64>,
-}
-
-#[derive(Serialize)]
-struct DescribedConfig {
-    name: String,
-    value: Option<String>,
-    source: &'static str,
-    read_only: bool,
-    sensitive: bool,
-}
-
-#[derive(Serialize)]
-struct DescribeOutput {
-    name: String,
-    internal: bool,
-    replication_factor: usize,
-    partitions: Vec<DescribedPartition>,
-    configs: Vec<DescribedConfig>,
-}
-
 /// The one topic `name` (UNKNOWN_TOPIC_OR_PARTITION if it does not exist).
-fn one_topic(cluster: &Cluster, name: &str) -> Result<TopicInfo, CliError> {
+pub(super) fn one_topic(cluster: &Cluster, name: &str) -> Result<TopicInfo, CliError> {
     admin::describe_topics(cluster, Some(&[name]))?
         .into_iter()
         .find(|t| t.name == name)
@@ -347,128 +311,6 @@ fn one_topic(cluster: &Cluster, name: &str) -> Result<TopicInfo, CliError> {
                 message: Some(format!("topic {name}")),
             })
         })
-}
-
-fn describe(args: DescribeArgs) -> Result<(), CliError> {
-    let cluster = args.connect.connect()?;
-    let topic = one_topic(&cluster, &args.name)?;
-    // ListOffsets goes to each partition's leader, which the cached metadata has to know.
-    cluster.refresh_metadata(&[&args.name])?;
-    let indexes: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
-    let starts = cluster.list_offsets(&args.name, &indexes, EARLIEST)?;
-    let ends = cluster.list_offsets(&args.name, &indexes, LATEST)?;
-    // Sizes are extra: a broker without DescribeLogDirs still gets the rest described.
-    let sizes = log_dirs::partition_sizes(&cluster, &args.name, &indexes).unwrap_or_else(|e| {
-        tracing::debug!(error = %e, "no partition sizes");
-        Default::default()
-    });
-    let partitions: Vec<DescribedPartition> = topic
-        .partitions
-        .iter()
-        .zip(starts.iter().zip(&ends))
-        .map(|(p, (&start, &end))| DescribedPartition {
-            partition: p.partition,
-            leader: p.leader,
-            replicas: p.replicas.clone(),
-            isr: p.isr.clone(),
-            log_start_offset: start,
-            high_watermark: end,
-            messages: (end - start).max(0),
-            size_bytes: sizes.get(&p.partition).copied(),
-        })
-        .collect();
-    let configs = admin::describe_configs(&cluster, &ConfigResource::Topic(args.name.clone()))?
-        .into_iter()
-        .filter(|c| args.all_configs || c.source.is_override())
-        .map(described_config)
-        .collect();
-    let out = DescribeOutput {
-        name: topic.name.clone(),
-        internal: topic.internal,
-        replication_factor: topic
-            .partitions
-            .first()
-            .map(|p| p.replicas.len())
-            .unwrap_or(0),
-        partitions,
-        configs,
-    };
-    match args.output.format {
-        Format::Json => emit_json(&out),
-        Format::Table => emit(&render_description(&out, args.all_configs)),
-    }
-}
-
-fn described_config(c: ConfigEntry) -> DescribedConfig {
-    DescribedConfig {
-        value: if c.sensitive {
-            Some("(sensitive)".into())
-        } else {
-            c.value
-        },
-        name: c.name,
-        source: c.source.name(),
-        read_only: c.read_only,
-        sensitive: c.sensitive,
-    }
-}
-
-fn node_list(nodes: &[i32]) -> String {
-    let list: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
-    list.join(",")
-}
-
-fn render_description(out: &DescribeOutput, all_configs: bool) -> String {
-    let mut text = format!(
-        "Topic: {}  partitions: {}  replication factor: {}  internal: {}\n\n",
-        out.name,
-        out.partitions.len(),
-        out.replication_factor,
-        yes_no(out.internal)
-    );
-    let mut table = Table::new(&[
-        "PARTITION",
-        "LEADER",
-        "REPLICAS",
-        "ISR",
-        "LOG-START",
-        "HIGH-WATERMARK",
-        "MESSAGES",
-        "SIZE-BYTES",
-    ]);
-    for p in &out.partitions {
-        table.row(vec![
-            p.partition.to_string(),
-            p.leader.to_string(),
-            node_list(&p.replicas),
-            node_list(&p.isr),
-            p.log_start_offset.to_string(),
-            p.high_watermark.to_string(),
-            p.messages.to_string(),
-            p.size_bytes.map_or_else(|| "-".into(), |b| b.to_string()),
-        ]);
-    }
-    text.push_str(&table.render());
-    text.push('\n');
-    if out.configs.is_empty() {
-        text.push_str("Configs: none set on the topic (broker defaults apply)\n");
-        return text;
-    }
-    text.push_str(if all_configs {
-        "Configs:\n"
-    } else {
-        "Configs set on the topic (--all-configs for every one):\n"
-    });
-    let mut configs = Table::new(&["NAME", "VALUE", "SOURCE"]);
-    for c in &out.configs {
-        configs.row(vec![
-            c.name.clone(),
-            c.value.clone().unwrap_or_else(|| "-".into()),
-            c.source.into(),
-        ]);
-    }
-    text.push_str(&configs.render());
-    text
 }
 
 #[derive(Serialize)]
@@ -619,50 +461,5 @@ mod tests {
         assert_eq!(parse_key_value("a="), Ok(("a".into(), String::new())));
         assert!(parse_key_value("retention.ms").is_err());
         assert!(parse_key_value("=1").is_err());
-    }
-
-    #[test]
-    fn a_description_shows_partitions_and_configs() {
-        let out = DescribeOutput {
-            name: "orders".into(),
-            internal: false,
-            replication_factor: 1,
-            partitions: vec![DescribedPartition {
-                partition: 0,
-                leader: 0,
-                replicas: vec![0],
-                isr: vec![0],
-                log_start_offset: 5,
-                high_watermark: 12,
-                messages: 7,
-                size_bytes: Some(410),
-            }],
-            configs: vec![DescribedConfig {
-                name: "retention.ms".into(),
-                value: Some("1000".into()),
-                source: "DYNAMIC_TOPIC_CONFIG",
-                read_only: false,
-                sensitive: false,
-            }],
-        };
-        let text = render_description(&out, false);
-        assert!(text.starts_with("Topic: orders  partitions: 1"), "{text}");
-        let header = text
-            .lines()
-            .position(|l| l.starts_with("PARTITION"))
-            .expect("a partition table");
-        let row: Vec<&str> = text
-            .lines()
-            .nth(header + 1)
-            .unwrap()
-            .split_whitespace()
-            .collect();
-        assert_eq!(row, ["0", "0", "0", "0", "5", "12", "7", "410"], "{text}");
-        assert!(
-            text.lines()
-                .any(|l| l.split_whitespace().collect::<Vec<_>>()
-                    == ["retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG"]),
-            "{text}"
-        );
     }
 }
