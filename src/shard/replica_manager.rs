@@ -157,20 +157,17 @@ pub(super) async fn apply_roles(
             continue;
         };
         let offsets = p.topic == OFFSETS_TOPIC;
-        if state.leader == Some(manager.me) && !registered {
-            p.follow(None, state.leader_epoch);
-            if offsets {
-                shard.unload_group_partition(p.index);
-            }
-        } else if state.leader == Some(manager.me) {
+        if state.leader == Some(manager.me) && registered {
             leading.push((p, state.clone()));
             offsets_led |= offsets;
         } else {
-            p.follow(state.leader, state.leader_epoch);
+            // Not registered yet, a partition named ours is followed with no leader.
+            let leader = state.leader.filter(|l| *l != manager.me);
+            p.follow(leader, state.leader_epoch);
             if offsets {
                 shard.unload_group_partition(p.index);
             }
-            if let Some(leader) = state.leader {
+            if let Some(leader) = leader {
                 ensure_fetcher(shard, manager, leader);
             }
         }
