@@ -69,6 +69,13 @@ cpu_ticks() {
 }
 HZ=$(getconf CLK_TCK)
 
+# Minor page faults of broker N: new memory touched (a buffer the allocator got afresh).
+minor_faults() {
+  local f
+  read -r -a f <"/proc/${PIDS[$(($1 - 1))]}/stat"
+  echo "${f[9]}"
+}
+
 # Requests of one API completed by the three brokers (their metrics endpoints).
 requests() {
   local total=0 n v
@@ -89,30 +96,34 @@ run() {
   fetch_before=$(requests Fetch)
   produce_before=$(requests Produce)
   local -a before after
-  for n in 1 2 3; do before[n]=$(cpu_ticks "$n"); done
+  local -a faults_before faults_after
+  for n in 1 2 3; do before[n]=$(cpu_ticks "$n") faults_before[n]=$(minor_faults "$n"); done
   out=$("$BIN" bench "$mode" --bootstrap "$BOOT" --topic "$topic" --records "$RECORDS" \
     --record-size 1024 --acks all --broker-metrics none --quiet 2>&1)
-  for n in 1 2 3; do after[n]=$(cpu_ticks "$n"); done
+  for n in 1 2 3; do after[n]=$(cpu_ticks "$n") faults_after[n]=$(minor_faults "$n"); done
   local rate leader follower fetches produces
   rate=$(echo "$out" | grep -oE '[0-9.]+ records/s' | head -1 | cut -d' ' -f1)
   leader=$(per_record "(${after[1]} - ${before[1]}) / $HZ * 1e6")
   follower=$(per_record "(${after[2]} - ${before[2]} + ${after[3]} - ${before[3]}) / 2 / $HZ * 1e6")
   fetches=$(per_record "($(requests Fetch) - $fetch_before) * 1000")
   produces=$(per_record "($(requests Produce) - $produce_before) * 1000")
-  echo "$rate $leader $follower $fetches $produces"
+  local leader_faults follower_faults
+  leader_faults=$(per_record "(${faults_after[1]} - ${faults_before[1]}) * 1000")
+  follower_faults=$(per_record "(${faults_after[2]} - ${faults_before[2]} + ${faults_after[3]} - ${faults_before[3]}) / 2 * 1000")
+  echo "$rate $leader $follower $fetches $produces $leader_faults $follower_faults"
 }
 
 declare -a RATE1 RATE3 RATEC L1 L3 LC F3
 report() {
-  echo "round $1 $2: $3 rec/s; CPU us/record: leader $4, each follower $5; per 1000 records: $6 fetches, $7 produces"
+  echo "round $1 $2: $3 rec/s; CPU us/record: leader $4, each follower $5; per 1000 records: $6 fetches, $7 produces, page faults leader $8, each follower $9"
 }
 for round in $(seq "$ROUNDS"); do
-  read -r rate l f fe pr < <(run produce rf1)
-  RATE1+=("$rate"); L1+=("$l"); report "$round" rf1 "$rate" "$l" "$f" "$fe" "$pr"
-  read -r rate l f fe pr < <(run produce rf3)
-  RATE3+=("$rate"); L3+=("$l"); F3+=("$f"); report "$round" rf3 "$rate" "$l" "$f" "$fe" "$pr"
-  read -r rate l f fe pr < <(run e2e rf1)
-  RATEC+=("$rate"); LC+=("$l"); report "$round" "rf1 e2e" "$rate" "$l" "$f" "$fe" "$pr"
+  read -r rate l f fe pr lpf fpf < <(run produce rf1)
+  RATE1+=("$rate"); L1+=("$l"); report "$round" rf1 "$rate" "$l" "$f" "$fe" "$pr" "$lpf" "$fpf"
+  read -r rate l f fe pr lpf fpf < <(run produce rf3)
+  RATE3+=("$rate"); L3+=("$l"); F3+=("$f"); report "$round" rf3 "$rate" "$l" "$f" "$fe" "$pr" "$lpf" "$fpf"
+  read -r rate l f fe pr lpf fpf < <(run e2e rf1)
+  RATEC+=("$rate"); LC+=("$l"); report "$round" "rf1 e2e" "$rate" "$l" "$f" "$fe" "$pr" "$lpf" "$fpf"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 m1=$(median "${L1[@]}") m3=$(median "${L3[@]}") mc=$(median "${LC[@]}") mf=$(median "${F3[@]}")

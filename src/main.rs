@@ -148,6 +148,7 @@ enum LogCommand {
 }
 
 fn main() -> ExitCode {
+    ringbroker::alloc_guard::keep_freed_buffers();
     let cli = Cli::parse();
     if let Err(e) = init_logging(&cli) {
         eprintln!("error: {e}");
