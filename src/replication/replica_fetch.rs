@@ -77,6 +77,16 @@ pub fn follower_high_watermark(current_hw: i64, leader_hw: i64, leo: i64) -> i64
     leader_hw.min(leo).max(current_hw.min(leo))
 }
 
+/// Where a follower moves its log start after an answer (Kafka's follower follows the
+/// leader's log start offset: records deleted on the leader, by DeleteRecords or retention,
+/// must not come back when this replica leads). Up to the leader's, never past its own HW
+/// (Kafka refuses a log start beyond the HW); `None` when it does not move. A leader's log
+/// start of -1 (not sent) moves nothing.
+pub fn follower_log_start(own_start: i64, leader_start: i64, follower_hw: i64) -> Option<i64> {
+    let target = leader_start.min(follower_hw);
+    (target > own_start).then_some(target)
+}
+
 /// Where a follower told `DivergingEpoch { epoch, end_offset }` truncates (Kafka's
 /// `getOffsetTruncationState`): to the smaller of the leader's end offset of that epoch and
 /// its own, never past its own end. If it never had that epoch, to where its own largest

@@ -194,3 +194,23 @@ fn a_follower_ahead_in_an_epoch_the_leader_never_had_truncates_to_its_own_end() 
     let mut follower = cache(&[(1, 0), (3, 5)]);
     assert_eq!(converge(&leader, 12, &mut follower, 10), 5);
 }
+
+#[test]
+fn a_follower_log_start_follows_the_leaders_up_to_its_own_hw_and_never_back() {
+    // (own start, leader start, follower HW) → new start
+    let cases = [
+        ((0, 10, 50), Some(10)), // DeleteRecords at the leader: follow it
+        ((0, 80, 50), Some(50)), // the leader's start past what this replica has committed
+        ((10, 10, 50), None),    // already there
+        ((20, 10, 50), None),    // never back (the leader's answer may predate ours)
+        ((0, -1, 50), None),     // not sent (Fetch below v5)
+        ((0, 0, 0), None),
+    ];
+    for ((own, leader, hw), want) in cases {
+        assert_eq!(
+            follower_log_start(own, leader, hw),
+            want,
+            "own {own}, leader {leader}, hw {hw}"
+        );
+    }
+}

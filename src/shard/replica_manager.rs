@@ -26,7 +26,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::partition::Partition;
-use super::replica_role::FetchPosition;
+use super::replica_role::{FetchPosition, LeaderMarks};
 use super::Shard;
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::cluster_metadata::ClusterMetadata;
@@ -501,7 +501,15 @@ async fn apply_response(
             }
             let records = d.records.unwrap_or_default();
             match p
-                .append_replicated(*asked, &records, d.high_watermark, now)
+                .append_replicated(
+                    *asked,
+                    &records,
+                    LeaderMarks {
+                        high_watermark: d.high_watermark,
+                        log_start: d.log_start_offset,
+                    },
+                    now,
+                )
                 .await
             {
                 Ok(true) => {}

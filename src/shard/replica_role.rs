@@ -90,6 +90,14 @@ fn check_epoch(given: i32, mine: i32) -> Result<(), PartitionError> {
         .map_err(|e| PartitionError::new(e.response_error().code(), e.to_string()))
 }
 
+/// What a leader's answer says of its log besides the records: its HW and log start
+/// (-1: not sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderMarks {
+    pub high_watermark: i64,
+    pub log_start: i64,
+}
+
 impl Partition {
     /// One past the last offset consumers may read: the HW.
     pub fn high_watermark(&self) -> i64 {
@@ -443,7 +451,7 @@ impl Partition {
         &self,
         asked: FetchPosition,
         records: &[u8],
-        leader_hw: i64,
+        leader: LeaderMarks,
         now_ms: i64,
     ) -> Result<bool, LogError> {
         let _io = self.replica_io.enter().await;
@@ -467,15 +475,26 @@ impl Partition {
         let leo = self.log.offsets().written_end_offset;
         let moved = match &mut *self.role.borrow_mut() {
             ReplicaRole::Follower(f) => {
-                let hw = replica_fetch::follower_high_watermark(f.high_watermark, leader_hw, leo);
+                let hw = replica_fetch::follower_high_watermark(
+                    f.high_watermark,
+                    leader.high_watermark,
+                    leo,
+                );
                 let moved = hw != f.high_watermark;
                 f.high_watermark = hw;
-                moved
+                Some((moved, hw))
             }
-            _ => false,
+            _ => None,
+        };
+        let Some((moved, hw)) = moved else {
+            return Ok(true);
         };
         if moved {
             self.notify_append();
+        }
+        let own_start = self.log.offsets().log_start_offset;
+        if let Some(start) = replica_fetch::follower_log_start(own_start, leader.log_start, hw) {
+            self.log.delete_records_before(start).await?;
         }
         Ok(true)
     }

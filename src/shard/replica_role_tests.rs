@@ -62,6 +62,14 @@ fn at(offset: i64) -> FetchPosition {
     }
 }
 
+/// A leader's answer with HW `high_watermark` and no log start.
+fn hw(high_watermark: i64) -> LeaderMarks {
+    LeaderMarks {
+        high_watermark,
+        log_start: -1,
+    }
+}
+
 fn run<F: std::future::Future<Output = ()>>(test: impl FnOnce(std::path::PathBuf) -> F) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
@@ -74,7 +82,7 @@ fn a_follower_keeps_the_leaders_offsets_epochs_and_producers() {
         let p = follower(&dir).await;
         let batch = leader_batch(0, 4, 3, Some((77, 0)));
         assert!(p
-            .append_replicated(at(0), &batch, 2, 5)
+            .append_replicated(at(0), &batch, hw(2), 5)
             .await
             .expect("append"));
         assert_eq!(p.log.offsets().written_end_offset, 4);
@@ -89,11 +97,39 @@ fn a_follower_keeps_the_leaders_offsets_epochs_and_producers() {
             "idempotent producer rebuilt"
         );
         // The leader's HW moves on with an empty answer.
-        assert!(p.append_replicated(at(4), &[], 4, 6).await.expect("hw"));
+        assert!(p.append_replicated(at(4), &[], hw(4), 6).await.expect("hw"));
         assert_eq!(p.high_watermark(), 4);
         // The epoch cache is on disk in Kafka's format.
         let text = std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).expect("file");
         assert_eq!(text, "0\n1\n3 0\n");
+    });
+}
+
+#[test]
+fn a_follower_moves_its_log_start_with_the_leaders_up_to_its_hw() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        let batch = leader_batch(0, 6, 3, None);
+        let marks = LeaderMarks {
+            high_watermark: 4,
+            log_start: 2,
+        };
+        assert!(p
+            .append_replicated(at(0), &batch, marks, 5)
+            .await
+            .expect("append"));
+        assert_eq!(p.log.offsets().log_start_offset, 2);
+        // A leader's log start past this replica's HW (4) moves it to the HW only.
+        let marks = LeaderMarks {
+            high_watermark: 4,
+            log_start: 6,
+        };
+        assert!(p.append_replicated(at(6), &[], marks, 6).await.expect("hw"));
+        assert_eq!(p.log.offsets().log_start_offset, 4);
+        // Durable: a restart keeps it (the log's checkpoint).
+        drop(p);
+        let log = Log::open(&dir, LogConfig::default()).await.expect("reopen");
+        assert_eq!(log.offsets().log_start_offset, 4);
     });
 }
 
@@ -104,14 +140,14 @@ fn an_answer_the_partition_moved_on_from_is_dropped() {
         // Asked at another offset than where the log ends now.
         let batch = leader_batch(0, 2, 3, None);
         assert!(!p
-            .append_replicated(at(5), &batch, 2, 1)
+            .append_replicated(at(5), &batch, hw(2), 1)
             .await
             .expect("stale offset"));
         // Asked of the previous leader epoch.
         let mut old = at(0);
         old.leader_epoch = LeaderEpoch(2);
         assert!(!p
-            .append_replicated(old, &batch, 2, 1)
+            .append_replicated(old, &batch, hw(2), 1)
             .await
             .expect("stale epoch"));
         // Became leader meanwhile: a late answer must never land in a leader's log.
@@ -119,7 +155,7 @@ fn an_answer_the_partition_moved_on_from_is_dropped() {
             .await
             .expect("lead");
         assert!(!p
-            .append_replicated(at(0), &batch, 2, 1)
+            .append_replicated(at(0), &batch, hw(2), 1)
             .await
             .expect("now leader"));
         assert_eq!(p.log.offsets().written_end_offset, 0);
@@ -228,7 +264,7 @@ fn a_diverging_follower_is_told_where_its_epoch_ended_and_truncates() {
         let mut batches = leader_batch(0, 5, 3, None);
         batches.extend(leader_batch(5, 3, 3, None));
         assert!(p
-            .append_replicated(at(0), &batches, 0, 1)
+            .append_replicated(at(0), &batches, hw(0), 1)
             .await
             .expect("append"));
         // The new leader (here, another partition) has epoch 3 up to 5, then epoch 4.
@@ -237,7 +273,7 @@ fn a_diverging_follower_is_told_where_its_epoch_ended_and_truncates() {
         let leader = follower(&leader_dir).await;
         let first = leader_batch(0, 5, 3, None);
         assert!(leader
-            .append_replicated(at(0), &first, 0, 1)
+            .append_replicated(at(0), &first, hw(0), 1)
             .await
             .expect("leader log"));
         leader

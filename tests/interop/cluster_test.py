@@ -21,6 +21,9 @@ run.sh's panic check sees them), with short heartbeat/session/election timeouts,
                  partitions become leaderless once its session ran out (LEADER_NOT_AVAILABLE)
                  and are led again after it restarts, with all their records
   restart        kill -9 and restart of the broker-only node: its partitions and data are back
+  trim           DeleteRecords (confluent-kafka) on an RF 3 partition, then kill -9 of its leader:
+                 the new leader's log starts where the old one's did (followers follow the
+                 leader's log start; deleted records never come back)
 Every wait is bounded; every process is stopped at the end.
 """
 
@@ -36,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 from common import Reporter  # noqa: E402
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, ResourceType  # noqa: E402
 from kafka import KafkaConsumer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic  # noqa: E402
@@ -339,6 +342,42 @@ def check_broker_only_restart():
     rep.equal(len(got), 900, "and every record is still there")
 
 
+def check_delete_records():
+    admin = AdminClient({"bootstrap.servers": bootstrap(1)})
+    admin.create_topics([NewTopic("c-trim", 1, 3)], operation_timeout=20)["c-trim"].result(timeout=30)
+    left, errors = produce("c-trim", 20, "trim", via=1)
+    rep.check(left == 0 and not errors, "20 records acknowledged at RF 3", errors[:3])
+    asked = TopicPartition("c-trim", 0, 10)
+    deleted = admin.delete_records([asked], operation_timeout=20)
+    result = list(deleted.values())[0].result(timeout=30)
+    rep.equal(getattr(result, "low_watermark", None), 10, "DeleteRecords moves the leader's log start to 10")
+    old = leaders(1, "c-trim")[0][0]
+    # The followers' next fetches (a long poll of at most 500 ms) carry the leader's log start.
+    time.sleep(3)
+    procs[old].kill()
+    procs[old].wait()
+    via = next(n for n in NODES if n != old)
+
+    def new_leader():
+        now = leaders(via, "c-trim")
+        return now and now[0][0] not in (old, -1) and now[0][1] == 0 and now
+
+    rep.check(common.wait_until(new_leader, 30), "a follower leads after the leader's kill -9",
+              leaders(via, "c-trim"))
+
+    def marks():
+        c = Consumer({"bootstrap.servers": bootstrap(via), "group.id": "c-trim-check"})
+        try:
+            return c.get_watermark_offsets(TopicPartition("c-trim", 0), timeout=5)
+        except Exception:  # noqa: BLE001 - the new leader may still be loading
+            return None
+        finally:
+            c.close()
+
+    got = common.wait_until(lambda: marks() == (10, 20) and (10, 20), 20, interval=0.5)
+    rep.equal(got or marks(), (10, 20), "the new leader's log starts at 10 and ends at 20")
+
+
 try:
     for n in NODES:
         start(n)
@@ -348,6 +387,7 @@ try:
         rep.run("admin", check_admin)
         rep.run("controller", check_controller_loss)
         rep.run("broker-only restart", check_broker_only_restart)
+        rep.run("trim", check_delete_records)
     else:
         rep.fail("cluster formed", "not every node listed the 4 brokers within 30 s")
 finally:
