@@ -473,7 +473,7 @@ impl Partition {
             self.notify_append();
         }
         let leo = self.log.offsets().written_end_offset;
-        let moved = match &mut *self.role.borrow_mut() {
+        let follower_hw = match &mut *self.role.borrow_mut() {
             ReplicaRole::Follower(f) => {
                 let hw = replica_fetch::follower_high_watermark(
                     f.high_watermark,
@@ -486,7 +486,7 @@ impl Partition {
             }
             _ => None,
         };
-        let Some((moved, hw)) = moved else {
+        let Some((moved, hw)) = follower_hw else {
             return Ok(true);
         };
         if moved {
