@@ -30,17 +30,15 @@ const MAX_POLLS: usize = 300;
 const POLL: Duration = Duration::from_millis(100);
 
 /// Free loopback ports: bound once (without SO_REUSEPORT) and released together, so no two
-/// are the same; the broker's own probe refuses a port someone else took meanwhile.
-/// RINGBROKER_TEST_PORT_RANGE=LOW-HIGH takes them from that range (a machine shared with
-/// other tests that keep to ranges of their own), else the kernel picks.
+/// are the same; the broker's own probe refuses a port someone else took meanwhile. They come
+/// from RINGBROKER_TEST_PORT_RANGE=LOW-HIGH (a machine shared with other tests that keep to
+/// ranges of their own), else from the ports just below the kernel's ephemeral range: a port
+/// the kernel picked and this test released was seen taken by an outgoing connection of
+/// another test's brokers before the node that was to listen on it started.
 fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = match port_range() {
-        Some(range) => range_listeners(range, n),
-        None => (0..n)
-            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
-            .collect(),
-    };
-    held.iter()
+    let range = port_range().unwrap_or_else(below_ephemeral_ports);
+    range_listeners(range, n)
+        .iter()
         .map(|l| l.local_addr().expect("addr").port())
         .collect()
 }
@@ -54,11 +52,29 @@ fn port_range() -> Option<std::ops::RangeInclusive<u16>> {
     Some(parse(low)..=parse(high))
 }
 
+/// The 10,000 ports below `ip_local_port_range` (32768 by default): never handed out for an
+/// outgoing connection or a bind to port 0.
+fn below_ephemeral_ports() -> std::ops::RangeInclusive<u16> {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .filter(|&low| low > 11_024)
+        .unwrap_or(32_768);
+    (low - 10_000)..=(low - 1)
+}
+
 /// `n` listeners on free ports of `range`; the tests of this process (run in parallel)
 /// share one cursor, so that one does not take the ports another just released.
 fn range_listeners(range: std::ops::RangeInclusive<u16>, n: usize) -> Vec<TcpListener> {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let (low, size) = (*range.start(), range.len());
+    // Runs one after another start at different places, away from ports still closing.
+    let _ = NEXT.compare_exchange(
+        0,
+        std::process::id() as usize * 97 % size + 1,
+        std::sync::atomic::Ordering::Relaxed,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let mut held = Vec::new();
     for _ in 0..size {
         let offset = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % size;
