@@ -3,7 +3,8 @@
 //! (the truncation had not become durable) or exactly the truncated one — never a state in
 //! between, such as later segments removed but the segment holding the offset not cut. Before
 //! truncation was crash-safe, a crash after the later segments were removed left a log ending
-//! at the end of the kept segment.
+//! at the end of the kept segment. Starting over at a later offset (a follower behind the
+//! leader's log start) is checked the same way.
 
 mod common;
 
@@ -113,4 +114,100 @@ fn a_crash_anywhere_in_a_truncation_leaves_the_whole_log_or_the_truncated_one() 
         steps > 10,
         "the countdown walked through the truncation's steps ({steps})"
     );
+}
+
+/// One run of starting over at `start` (past the end), crashed at operation `crash_at`:
+/// returns (old end, (log start, log end) after reopening, finished without the crash).
+fn run_start_over(
+    dir: &Path,
+    scope: &FaultScope,
+    crash_at: u64,
+    power: bool,
+    start: i64,
+) -> (i64, (i64, i64), bool) {
+    let mut rng = XorShift::new(11);
+    let (old_end, completed) = block_on(async {
+        let log = Log::open(dir, config()).await.expect("open");
+        let old_end = fill(&log, &mut rng).await;
+        scope.crash_after(crash_at);
+        let result = log.truncate_fully_and_start_at(start).await;
+        let completed = result.is_ok() && !scope.crashed();
+        scope.crash();
+        (old_end, completed)
+    })
+    .expect("executor");
+    if power {
+        scope
+            .power_loss(PowerLoss::DropUnsynced)
+            .expect("power loss");
+    } else {
+        scope.restart();
+    }
+    let reopened = block_on(async {
+        let log = Log::open(dir, config()).await.expect("reopen");
+        let o = log.offsets();
+        // The log takes appends where it ends, whichever state it is in.
+        let info = log
+            .append(&seq_batch(0, &[50], 1_700_000_000_000), opts(true))
+            .await
+            .expect("append after reopening");
+        assert_eq!(
+            info.base_offset, o.log_end_offset,
+            "appends go on at the end"
+        );
+        log.close().await.expect("close");
+        (o.log_start_offset, o.log_end_offset)
+    })
+    .expect("executor");
+    (old_end, reopened, completed)
+}
+
+#[test]
+fn a_crash_anywhere_in_starting_over_leaves_the_whole_log_or_an_empty_one_at_the_new_start() {
+    let start = 10_000;
+    for power in [false, true] {
+        let mut finished = false;
+        for crash_at in 0..200u64 {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let scope = FaultScope::install(tmp.path());
+            let dir = tmp.path().join("t-0");
+            let (old_end, reopened, completed) =
+                run_start_over(&dir, &scope, crash_at, power, start);
+            assert!(
+                reopened == (0, old_end) || reopened == (start, start),
+                "crash at operation {crash_at} of starting over (power loss: {power}): the log is {reopened:?}, neither the whole log (0, {old_end}) nor empty at {start}"
+            );
+            if completed {
+                assert_eq!(
+                    reopened,
+                    (start, start),
+                    "a start-over that returned is durable"
+                );
+                finished = true;
+                break;
+            }
+        }
+        assert!(
+            finished,
+            "starting over never completed within the countdown range"
+        );
+    }
+}
+
+#[test]
+fn starting_over_below_the_end_is_refused_and_changes_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    block_on(async {
+        let log = Log::open(tmp.path(), config()).await.expect("open");
+        let end = fill(&log, &mut XorShift::new(3)).await;
+        let refused = log.truncate_fully_and_start_at(end).await;
+        assert!(
+            refused.is_err(),
+            "a start at the end is refused: {refused:?}"
+        );
+        assert_eq!(log.offsets().log_end_offset, end);
+        verify_log(&log, 0).await.expect("the log is intact");
+        log.close().await.expect("close");
+    })
+    .expect("executor");
 }

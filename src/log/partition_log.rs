@@ -328,8 +328,14 @@ impl Log {
         let now = clock();
         let loaded = recovery::load(dir, &config, now).await?;
         let mut segments = loaded.segments;
-        let checkpoint = loaded.checkpoint;
+        let mut checkpoint = loaded.checkpoint;
         let start_hint = checkpoint.map(|c| c.log_start_offset).unwrap_or(0);
+        if recovery::remove_segments_below_start(dir, &mut segments, start_hint).await? {
+            // Nothing is left to truncate: the log starts over empty at its log start.
+            if let Some(c) = checkpoint.as_mut() {
+                c.truncate_to = None;
+            }
+        }
         if segments.is_empty() {
             segments.push(Segment::new(start_hint.max(0), now, config.io));
         }

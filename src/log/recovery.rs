@@ -399,3 +399,29 @@ pub(super) async fn remove_segment_files(paths: &SegmentPaths) -> std::io::Resul
     runtime::remove_file(&paths.index).await?;
     runtime::remove_file(&paths.time_index).await
 }
+
+/// Removes every segment when all of them end at or below the checkpointed log start
+/// (`log_start`): a log restarted at the leader's log start
+/// (`Log::truncate_fully_and_start_at`) that crashed before its old segments were gone, or
+/// (as Kafka) a log whose unsynced tail a power loss took below a durable log start. Returns
+/// whether it removed them; the caller starts an empty segment at `log_start`.
+pub(super) async fn remove_segments_below_start(
+    dir: &Path,
+    segments: &mut Vec<Segment>,
+    log_start: i64,
+) -> Result<bool, LogError> {
+    let end = segments.last().map_or(log_start, |s| s.next_offset);
+    if end >= log_start {
+        return Ok(false);
+    }
+    tracing::warn!(dir = %dir.display(), log_start, log_end = end, "every segment ends below the log start: removing them, the log starts over empty at its log start");
+    for s in segments.drain(..).rev() {
+        remove_segment_files(&SegmentPaths::new(dir, s.base_offset))
+            .await
+            .map_err(|e| LogError::from_io(dir, "removing segments below the log start", e))?;
+    }
+    runtime::sync_dir(dir)
+        .await
+        .map_err(|e| LogError::from_sync(dir, "syncing the log directory", e))?;
+    Ok(true)
+}

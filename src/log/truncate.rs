@@ -12,6 +12,11 @@
 //! 5. swap the in-memory state, then clear the intent.
 //!
 //! Truncating to where the log already ends only clears a leftover intent.
+//!
+//! Starting over ([`Log::truncate_fully_and_start_at`], a follower whose log ends below the
+//! leader's log start) makes the new log start durable first; an open that finds every
+//! segment below the checkpointed log start removes them (`recovery`), so a crash anywhere
+//! in between finishes the job.
 
 use std::rc::Rc;
 
@@ -145,5 +150,74 @@ impl Log {
         }
         self.inner.write_checkpoint(|_| {}).await?;
         Ok(self.offsets().log_end_offset)
+    }
+
+    /// Empties the log and restarts it, empty, at `start` (Kafka's `truncateFullyAndStartAt`):
+    /// a follower whose log ends below the leader's log start cannot fetch what it misses.
+    /// `start` must be past the log end (below it, this would be truncation plus
+    /// DeleteRecords); otherwise `OffsetOutOfRange`. Waits for staged appends first.
+    pub async fn truncate_fully_and_start_at(&self, start: i64) -> Result<(), LogError> {
+        self.acquire_exclusive().await?;
+        let online = self.inner.state.borrow().check_online(&self.inner.dir);
+        let result = match online {
+            Ok(()) => self.inner.guard(self.start_over_exclusive(start)).await,
+            Err(offline) => Err(offline),
+        };
+        self.release_exclusive();
+        result
+    }
+
+    async fn start_over_exclusive(&self, start: i64) -> Result<(), LogError> {
+        let dir = self.inner.dir.clone();
+        let (bases, io_mode) = {
+            let st = self.inner.state.borrow();
+            if start <= st.next_offset() {
+                return Err(LogError::OffsetOutOfRange {
+                    offset: start,
+                    log_start: st.log_start_offset,
+                    log_end: st.next_offset(),
+                });
+            }
+            let bases: Vec<i64> = st.segments.iter().map(|s| s.base_offset).collect();
+            (bases, st.config.io)
+        };
+        // Fence: nothing is readable from now on, and reads under way finish first.
+        {
+            let mut st = self.inner.state.borrow_mut();
+            st.written_end = st.written_end.min(st.log_start_offset);
+        }
+        self.inner.readers.drained().await;
+        self.inner.tail_cache.borrow_mut().clear();
+        // The new start, durable before any file goes (every checkpoint from here on says so).
+        {
+            let mut st = self.inner.state.borrow_mut();
+            st.log_start_offset = start;
+            st.recovery_point = start;
+        }
+        self.inner.write_checkpoint(|_| {}).await?;
+        for base in bases.iter().rev() {
+            recovery::remove_segment_files(&SegmentPaths::new(&dir, *base))
+                .await
+                .map_err(|e| LogError::from_io(&dir, "removing segments to start over", e))?;
+        }
+        runtime::sync_dir(&dir)
+            .await
+            .map_err(|e| LogError::from_sync(&dir, "syncing the log directory", e))?;
+        let now = (self.inner.clock)();
+        let mut fresh = Segment::new(start, now, io_mode);
+        fresh.mark_all_written();
+        fresh
+            .load_tail()
+            .await
+            .map_err(|e| LogError::from_io(&dir, "starting a new segment", e))?;
+        {
+            let mut st = self.inner.state.borrow_mut();
+            st.segments = vec![fresh];
+            st.written_end = start;
+            st.unflushed_records = 0;
+            st.oldest_unflushed_ms = None;
+        }
+        tracing::info!(dir = %dir.display(), start, "log emptied and restarted at the leader's log start");
+        Ok(())
     }
 }
