@@ -12,6 +12,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::path::Path;
 use std::rc::Rc;
 
 use crate::idempotence::producer_snapshot;
@@ -214,6 +215,25 @@ impl ProducerStates {
     /// The log was truncated to `log_end`: batches past it are forgotten.
     pub fn truncate_to(&self, log_end: i64) {
         self.table.borrow_mut().truncate_to(log_end);
+    }
+
+    /// The log is about to start over empty (a follower behind the leader's log start):
+    /// snapshots go first (durably, so a crash cannot load producers of records the log no
+    /// longer has), then every producer is forgotten.
+    pub async fn start_over(&self, dir: &Path) -> Result<(), LogError> {
+        let _writer = self.snapshot_writer.enter().await;
+        let io = |e| LogError::from_io(dir, "removing producer snapshots", e);
+        for offset in producer_snapshot::list_snapshots(dir).map_err(io)? {
+            runtime::remove_file(&producer_snapshot::snapshot_path(dir, offset))
+                .await
+                .map_err(io)?;
+        }
+        runtime::sync_dir(dir)
+            .await
+            .map_err(|e| LogError::from_sync(dir, "syncing the log directory", e))?;
+        *self.table.borrow_mut() = ProducerStateTable::new();
+        *self.last_snapshot_offset.borrow_mut() = None;
+        Ok(())
     }
 
     /// Waits (bounded) until no batch is in flight: after a log closed, its appenders are

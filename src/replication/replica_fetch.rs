@@ -109,6 +109,32 @@ pub fn truncation_target(epoch: i32, end_offset: i64, own: &LeaderEpochCache, le
     target.min(leo)
 }
 
+/// What a follower does when the leader answers its fetch OFFSET_OUT_OF_RANGE (Kafka's
+/// `AbstractFetcherThread.fetchOffsetAndTruncate`), from the leader's log start and end as
+/// ListOffsets reports them to a replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutOfRangeAction {
+    /// The leader's log ends below ours (an unclean election the epochs did not catch): cut
+    /// ours to its end.
+    TruncateTo(i64),
+    /// The leader's log starts past our end (DeleteRecords or retention while we were away):
+    /// what we miss is gone; our log starts over, empty, at the leader's log start.
+    StartOver(i64),
+    /// Our end is within the leader's log (its log start moved while the fetch was under
+    /// way, or the leader changed): fetch again from our end.
+    Refetch,
+}
+
+pub fn out_of_range_action(own_end: i64, leader_start: i64, leader_end: i64) -> OutOfRangeAction {
+    if leader_end < own_end {
+        OutOfRangeAction::TruncateTo(leader_end.max(0))
+    } else if leader_start > own_end {
+        OutOfRangeAction::StartOver(leader_start)
+    } else {
+        OutOfRangeAction::Refetch
+    }
+}
+
 #[cfg(test)]
 #[path = "replica_fetch_tests.rs"]
 mod tests;

@@ -214,3 +214,27 @@ fn a_follower_log_start_follows_the_leaders_up_to_its_own_hw_and_never_back() {
         );
     }
 }
+
+#[test]
+fn out_of_range_answers_as_kafkas_fetcher_does() {
+    let cases = [
+        // (own end, leader start, leader end, action)
+        // Behind the leader's log start: start over there.
+        (5, 25, 30, OutOfRangeAction::StartOver(25)),
+        (0, 1, 1, OutOfRangeAction::StartOver(1)),
+        // Past the leader's end: cut to it (even when its log start is past that end).
+        (40, 10, 30, OutOfRangeAction::TruncateTo(30)),
+        (40, 30, 30, OutOfRangeAction::TruncateTo(30)),
+        // Within the leader's log (its bounds moved since the fetch): fetch again.
+        (25, 25, 30, OutOfRangeAction::Refetch),
+        (30, 10, 30, OutOfRangeAction::Refetch),
+        (12, 10, 30, OutOfRangeAction::Refetch),
+    ];
+    for (own_end, leader_start, leader_end, expected) in cases {
+        assert_eq!(
+            out_of_range_action(own_end, leader_start, leader_end),
+            expected,
+            "own end {own_end}, leader's log [{leader_start}, {leader_end})"
+        );
+    }
+}

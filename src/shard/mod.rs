@@ -25,6 +25,7 @@ mod partition_ops;
 pub mod producer_ids;
 pub mod recovery_summary;
 pub mod replica_manager;
+pub mod replica_reset;
 pub mod replica_role;
 
 use std::cell::{Cell, RefCell};

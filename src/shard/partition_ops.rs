@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use super::errors::{log_error, produce_error};
 use super::fetch_budget;
-use super::messages::{PartitionError, PartitionOp, PartitionResult};
+use super::messages::{OffsetsReader, PartitionError, PartitionOp, PartitionResult};
 use super::partition::{self, Partition};
 use super::Shard;
 use crate::log::AppendInfo;
+use crate::protocol::ResponseError;
 use crate::runtime;
 
 impl Shard {
@@ -49,40 +50,24 @@ impl Shard {
             }
             PartitionOp::ListOffsets {
                 timestamp,
-                max_num_offsets: Some(max),
+                max_num_offsets,
+                reader,
                 ..
-            } => PartitionResult::LegacyOffsets(Ok(p.log.legacy_offsets_before(
-                timestamp,
-                max,
-                runtime::now_ms(),
-            ))),
-            PartitionOp::ListOffsets { timestamp, .. } => {
-                let o = p.log.offsets();
-                let result = match timestamp {
-                    -1 => p.latest_offset().map(|offset| (offset, -1)),
-                    // Earliest: without tiered storage the local log start is the log start.
-                    -2 | -4 => Ok((o.log_start_offset, -1)),
-                    // Latest tiered: nothing is tiered; Kafka answers offset -1.
-                    -5 => Ok((-1, -1)),
-                    -3 => Ok(p.log.max_timestamp().unwrap_or((-1, -1))),
-                    ts => p
-                        .log
-                        .offset_for_timestamp(ts)
-                        .await
-                        .map(|found| found.unwrap_or((-1, -1)))
-                        .map_err(log_error),
-                };
-                PartitionResult::ListOffsets(result)
+            } => {
+                let allowed = p.check_offsets_reader(reader);
+                match max_num_offsets {
+                    Some(max) => PartitionResult::LegacyOffsets(allowed.map(|()| {
+                        p.log
+                            .legacy_offsets_before(timestamp, max, runtime::now_ms())
+                    })),
+                    None => PartitionResult::ListOffsets(match allowed {
+                        Ok(()) => list_offsets(&p, timestamp, reader).await,
+                        Err(e) => Err(e),
+                    }),
+                }
             }
             PartitionOp::DeleteRecords { offset, .. } => {
-                let target = if offset == -1 {
-                    p.high_watermark()
-                } else {
-                    offset
-                };
-                PartitionResult::DeleteRecords(
-                    p.log.delete_records_before(target).await.map_err(log_error),
-                )
+                PartitionResult::DeleteRecords(delete_records(&p, offset).await)
             }
             PartitionOp::Describe { producers, .. } => {
                 PartitionResult::Describe(Ok(partition::summary(&p, producers)))
@@ -115,4 +100,64 @@ impl Shard {
         }
         Ok(info)
     }
+}
+
+/// One partition's ListOffsets answer (offset, timestamp) for `timestamp`: -1 latest (the HW
+/// for a consumer, the log end for a replica), -2 / -4 earliest, -5 latest tiered, -3 max
+/// timestamp, else the first offset at or after the timestamp.
+async fn list_offsets(
+    p: &Partition,
+    timestamp: i64,
+    reader: OffsetsReader,
+) -> Result<(i64, i64), PartitionError> {
+    let o = p.log.offsets();
+    match timestamp {
+        -1 => match reader {
+            OffsetsReader::Consumer { .. } => p.latest_offset().map(|offset| (offset, -1)),
+            OffsetsReader::Replica { .. } | OffsetsReader::Debugging => {
+                Ok((o.written_end_offset, -1))
+            }
+        },
+        // Earliest: without tiered storage the local log start is the log start.
+        -2 | -4 => Ok((o.log_start_offset, -1)),
+        // Latest tiered: nothing is tiered; Kafka answers offset -1.
+        -5 => Ok((-1, -1)),
+        -3 => Ok(p.log.max_timestamp().unwrap_or((-1, -1))),
+        ts => p
+            .log
+            .offset_for_timestamp(ts)
+            .await
+            .map(|found| found.unwrap_or((-1, -1)))
+            .map_err(log_error),
+    }
+}
+
+/// DeleteRecords on the leader (Kafka's `deleteRecordsOnLeader`): offset -1 is the HW; an
+/// offset past the HW is OFFSET_OUT_OF_RANGE (records not yet committed cannot go), and a
+/// topic without the `delete` cleanup policy refuses with POLICY_VIOLATION.
+async fn delete_records(p: &Partition, offset: i64) -> Result<i64, PartitionError> {
+    p.check_offsets_reader(OffsetsReader::Consumer {
+        current_leader_epoch: -1,
+    })?;
+    if !p.log.config().cleanup_policy.delete {
+        return Err(PartitionError::new(
+            ResponseError::PolicyViolation.code(),
+            format!(
+                "records of {}-{} cannot be deleted: its cleanup.policy has no delete",
+                p.topic, p.index
+            ),
+        ));
+    }
+    let hw = p.high_watermark();
+    let target = if offset == -1 { hw } else { offset };
+    if target < 0 || target > hw {
+        return Err(PartitionError::new(
+            ResponseError::OffsetOutOfRange.code(),
+            format!(
+                "cannot delete records of {}-{} before offset {target}: it is past the high watermark {hw}",
+                p.topic, p.index
+            ),
+        ));
+    }
+    p.log.delete_records_before(target).await.map_err(log_error)
 }

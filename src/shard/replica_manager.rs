@@ -26,6 +26,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::partition::Partition;
+use super::replica_reset;
 use super::replica_role::{FetchPosition, LeaderMarks};
 use super::Shard;
 use crate::controller::alter_partition::AlterPartitionRequest;
@@ -395,7 +396,13 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             )
             .await;
         let ok = match answer {
-            Ok(response) => apply_response(&partitions, &asked, response).await,
+            Ok(response) => {
+                let applied = apply_response(&partitions, &asked, response).await;
+                if !applied.out_of_range.is_empty() {
+                    replica_reset::reset_out_of_range(c, manager.me, &applied.out_of_range).await;
+                }
+                applied.answered
+            }
             Err(e) => {
                 tracing::debug!(leader = leader.0, error = %e, "replica fetch failed");
                 client = None;
@@ -453,19 +460,30 @@ fn fetch_request(
     (request, asked)
 }
 
-/// Applies one response; false when every partition was refused (the fetcher backs off).
+/// What one response did.
+struct FetchApplied {
+    /// Some partition was answered (false: every one was refused; the fetcher backs off).
+    answered: bool,
+    /// Partitions whose fetch offset the leader's log does not hold (OFFSET_OUT_OF_RANGE).
+    out_of_range: Vec<(Rc<Partition>, FetchPosition)>,
+}
+
+/// Applies one response.
 async fn apply_response(
     partitions: &[Rc<Partition>],
     asked: &[FetchPosition],
     response: FetchResponse,
-) -> bool {
+) -> FetchApplied {
+    let mut applied = FetchApplied {
+        answered: false,
+        out_of_range: Vec::new(),
+    };
     if response.error_code != 0 {
         tracing::debug!(code = response.error_code, "replica fetch refused");
-        return false;
+        return applied;
     }
     // An empty answer (the long poll ran out) is fine; only refusals of every partition
     // make the fetcher pause.
-    let mut answered = false;
     let now = runtime::now_ms();
     // By name: a follower may fetch thousands of partitions from one leader.
     let by_name: HashMap<(&str, i32), (&Rc<Partition>, &FetchPosition)> = partitions
@@ -478,11 +496,15 @@ async fn apply_response(
             let Some(&(p, asked)) = by_name.get(&(t.topic.0.as_str(), d.partition_index)) else {
                 continue;
             };
+            if d.error_code == ResponseError::OffsetOutOfRange.code() {
+                applied.out_of_range.push((Rc::clone(p), *asked));
+                continue;
+            }
             if d.error_code != 0 {
                 tracing::debug!(topic = %p.topic, partition = p.index, code = d.error_code, "replica fetch of a partition refused");
                 continue;
             }
-            answered = true;
+            applied.answered = true;
             if d.diverging_epoch.epoch >= 0 {
                 match p
                     .truncate_to_diverging_epoch(
@@ -522,5 +544,5 @@ async fn apply_response(
             }
         }
     }
-    answered
+    applied
 }

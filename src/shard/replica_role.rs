@@ -26,7 +26,7 @@ use crate::replication::replica_fetch::{self, FetchDecision};
 use crate::runtime;
 use crate::util::local_oneshot;
 
-use super::messages::PartitionError;
+use super::messages::{OffsetsReader, PartitionError};
 use super::partition::Partition;
 
 /// What a follower's fetch asked for, to check its answer against: the answer applies only
@@ -118,6 +118,21 @@ impl Partition {
             ReplicaRole::Follower(_) => return Err(not_leader(&self.topic, self.index)),
         };
         check_epoch(current_leader_epoch, mine)
+    }
+
+    /// Whether `reader` may ask this replica for offsets (Kafka: the leader only, at the
+    /// reader's leader epoch, except for a debugging client).
+    pub fn check_offsets_reader(&self, reader: OffsetsReader) -> Result<(), PartitionError> {
+        let current_leader_epoch = match reader {
+            OffsetsReader::Debugging => return Ok(()),
+            OffsetsReader::Consumer {
+                current_leader_epoch,
+            }
+            | OffsetsReader::Replica {
+                current_leader_epoch,
+            } => current_leader_epoch,
+        };
+        self.check_consumer_epoch(current_leader_epoch)
     }
 
     /// ListOffsets' latest offset: the HW; OFFSET_NOT_AVAILABLE while a new leader's HW is
@@ -438,7 +453,7 @@ impl Partition {
     }
 
     /// Whether the partition still follows as `asked` and ends where it asked from.
-    fn still_at(&self, asked: FetchPosition) -> bool {
+    pub(super) fn still_at(&self, asked: FetchPosition) -> bool {
         let following = matches!(&*self.role.borrow(), ReplicaRole::Follower(f)
             if f.leader == Some(asked.leader) && f.leader_epoch == asked.leader_epoch);
         following && self.log.offsets().log_end_offset == asked.fetch_offset
@@ -673,7 +688,7 @@ impl Partition {
         Ok(())
     }
 
-    async fn write_epochs(&self) -> Result<(), LogError> {
+    pub(super) async fn write_epochs(&self) -> Result<(), LogError> {
         let dir = self.log.dir().to_path_buf();
         let cache = self.epochs.borrow().clone();
         epoch_cache::write_checkpoint(&dir, &cache)

@@ -1,6 +1,7 @@
 //! A partition's replica role against a real log in a temporary directory: a follower's
 //! appends keep the leader's offsets and epochs, late answers are dropped, a leader's HW
-//! follows its followers, divergence truncates, losing leadership answers acks=all at once.
+//! follows its followers, divergence truncates, losing leadership answers acks=all at once,
+//! a follower out of the leader's range moves to its bounds.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use crate::log::{Log, LogConfig};
 use crate::protocol::batch_builder::BatchBuilder;
 use crate::protocol::record_batch::{self, BatchHeader};
 use crate::replication::leader_state::LeaderConfig;
+use crate::replication::replica_fetch::OutOfRangeAction;
 
 const ME: BrokerId = BrokerId(1);
 const OTHER: BrokerId = BrokerId(2);
@@ -340,5 +342,105 @@ fn acks_all_is_refused_before_appending_when_the_isr_is_too_small() {
             .expect("lead");
         let refused = p.check_acks_all().expect_err("ISR 1 < min 2");
         assert_eq!(refused.code, ResponseError::NotEnoughReplicas.code());
+    });
+}
+
+// A follower's out-of-range handling (`replica_reset`): starting over at the leader's log
+// start, cutting to a shorter leader's end, answers the partition has moved on from.
+
+/// A follower of `OTHER` at epoch 3 holding offsets 0..5 of producer 77.
+async fn follower_with_five(dir: &std::path::Path) -> Rc<Partition> {
+    let p = follower(dir).await;
+    let batch = leader_batch(0, 5, 3, Some((77, 0)));
+    assert!(p
+        .append_replicated(at(0), &batch, hw(5), 1)
+        .await
+        .expect("append"));
+    p
+}
+
+#[test]
+fn behind_the_leaders_log_start_the_follower_starts_over_there() {
+    run(|dir| async move {
+        let p = follower_with_five(&dir).await;
+        p.producers.snapshot(&p.log).await.expect("snapshot");
+        let action = p
+            .follow_leader_log_bounds(at(5), 25, 30)
+            .await
+            .expect("start over");
+        assert_eq!(action, OutOfRangeAction::StartOver(25));
+        let o = p.log.offsets();
+        assert_eq!((o.log_start_offset, o.log_end_offset), (25, 25));
+        assert_eq!(p.high_watermark(), 25);
+        assert_eq!(
+            p.latest_epoch(),
+            None,
+            "no epoch of the old records is left"
+        );
+        assert!(
+            p.producers.table().entry(77).is_none(),
+            "no producer either"
+        );
+        // It fetches on from there: the leader's next batch lands at its own offset.
+        let next = leader_batch(25, 5, 4, None);
+        assert!(p
+            .append_replicated(at(25), &next, hw(30), 2)
+            .await
+            .expect("append after starting over"));
+        assert_eq!(p.log.offsets().log_end_offset, 30);
+        p.log.close().await.expect("close");
+        // Durable: reopened, the log, its epochs and its producers agree.
+        let log = Log::open(&dir, LogConfig::default()).await.expect("reopen");
+        let o = log.offsets();
+        assert_eq!((o.log_start_offset, o.log_end_offset), (25, 30));
+        let text = std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).expect("epochs");
+        assert_eq!(text, "0\n1\n4 25\n");
+        let producers = crate::idempotence::append::ProducerStates::new();
+        producers.load(&log, 3).await.expect("load producers");
+        assert!(
+            producers.table().entry(77).is_none(),
+            "a stale snapshot came back"
+        );
+    });
+}
+
+#[test]
+fn past_a_shorter_leaders_end_the_follower_cuts_to_it() {
+    run(|dir| async move {
+        let p = follower_with_five(&dir).await;
+        let next = leader_batch(5, 3, 3, None);
+        assert!(p
+            .append_replicated(at(5), &next, hw(5), 2)
+            .await
+            .expect("append"));
+        let action = p
+            .follow_leader_log_bounds(at(8), 0, 5)
+            .await
+            .expect("truncate");
+        assert_eq!(action, OutOfRangeAction::TruncateTo(5));
+        assert_eq!(p.log.offsets().log_end_offset, 5);
+        assert_eq!(p.high_watermark(), 5);
+    });
+}
+
+#[test]
+fn an_answer_the_partition_moved_on_from_changes_nothing() {
+    run(|dir| async move {
+        let p = follower_with_five(&dir).await;
+        // Asked at 3, but the log ends at 5 now.
+        let action = p
+            .follow_leader_log_bounds(at(3), 25, 30)
+            .await
+            .expect("stale");
+        assert_eq!(action, OutOfRangeAction::Refetch);
+        // Within the leader's bounds: fetch again.
+        let action = p
+            .follow_leader_log_bounds(at(5), 2, 30)
+            .await
+            .expect("within");
+        assert_eq!(action, OutOfRangeAction::Refetch);
+        let o = p.log.offsets();
+        assert_eq!((o.log_start_offset, o.log_end_offset), (0, 5));
+        assert_eq!(p.latest_epoch(), Some(LeaderEpoch(3)));
     });
 }

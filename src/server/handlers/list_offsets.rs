@@ -17,7 +17,7 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{HandlerError, Request};
-use crate::shard::messages::{PartitionOp, PartitionResult};
+use crate::shard::messages::{OffsetsReader, PartitionOp, PartitionResult};
 
 /// Latest tiered offset (KIP-1005): the one answer without a leader epoch.
 const LATEST_TIERED_TIMESTAMP: i64 = -5;
@@ -76,6 +76,7 @@ fn ops(request: &ListOffsetsRequest, max_num_offsets: &[i32]) -> Vec<PartitionOp
                 partition: p.partition_index,
                 timestamp: p.timestamp,
                 max_num_offsets: max_num_offsets.get(ops.len()).copied(),
+                reader: OffsetsReader::from_request(request.replica_id.0, p.current_leader_epoch),
             });
         }
     }
