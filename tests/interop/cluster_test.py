@@ -21,6 +21,9 @@ run.sh's panic check sees them), with short heartbeat/session/election timeouts,
                  partitions become leaderless once its session ran out (LEADER_NOT_AVAILABLE)
                  and are led again after it restarts, with all their records
   restart        kill -9 and restart of the broker-only node: its partitions and data are back
+  behind         a follower (kill -9) misses records that DeleteRecords then removes on the
+                 leader: restarted, it starts over at the leader's log start, re-enters the
+                 ISR and, once the leader is killed, leads with the leader's log start and end
   trim           DeleteRecords (confluent-kafka) on an RF 3 partition, then kill -9 of its leader:
                  the new leader's log starts where the old one's did (followers follow the
                  leader's log start; deleted records never come back)
@@ -197,8 +200,13 @@ def check_admin():
     admin = AdminClient({"bootstrap.servers": bootstrap(3)})
     admin.create_topics([NewTopic("grow", 2, 1)])["grow"].result(timeout=30)
     admin.create_partitions([NewPartitions("grow", 5)])["grow"].result(timeout=30)
-    counts = {n: len(cluster_metadata(n, "grow").topics["grow"].partitions) for n in NODES}
-    rep.equal(counts, {n: 5 for n in NODES}, "CreatePartitions through a voter: 5 partitions on every node")
+
+    def counts():
+        return {n: len(cluster_metadata(n, "grow").topics["grow"].partitions) for n in NODES}
+
+    # Each node applies the metadata log on its own time (as in Kafka): bounded wait.
+    common.wait_until(lambda: counts() == {n: 5 for n in NODES}, 10)
+    rep.equal(counts(), {n: 5 for n in NODES}, "CreatePartitions through a voter: 5 partitions on every node")
     resource = ConfigResource(ResourceType.TOPIC, "grow", set_config={"retention.ms": "123456"})
     admin.alter_configs([resource])[resource].result(timeout=30)
     other = AdminClient({"bootstrap.servers": bootstrap(4)})
@@ -342,6 +350,65 @@ def check_broker_only_restart():
     rep.equal(len(got), 900, "and every record is still there")
 
 
+def isr(n, topic, partition=0):
+    try:
+        t = cluster_metadata(n, topic).topics.get(topic)
+        return sorted(t.partitions[partition].isrs)
+    except Exception:  # noqa: BLE001 - a node still starting, a leader still being elected
+        return None
+
+
+def watermarks(via, topic):
+    c = Consumer({"bootstrap.servers": bootstrap(via), "group.id": f"{topic}-marks"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)
+    except Exception:  # noqa: BLE001 - the new leader may still be loading
+        return None
+    finally:
+        c.close()
+
+
+def check_follower_behind_log_start():
+    admin = AdminClient({"bootstrap.servers": bootstrap(1)})
+    admin.create_topics([NewTopic("c-behind", 1, replica_assignment=[[1, 4]])],
+                        operation_timeout=20)["c-behind"].result(timeout=30)
+    rep.check(common.wait_until(lambda: isr(1, "c-behind") == [1, 4], 20), "c-behind has ISR [1, 4]",
+              isr(1, "c-behind"))
+    left, errors = produce("c-behind", 5, "before", via=1)
+    rep.check(left == 0 and not errors, "5 records acknowledged by both replicas", errors[:3])
+    procs[4].kill()
+    procs[4].wait()
+    # The leader acknowledges alone once the controller fenced the dead follower.
+    left, errors = produce("c-behind", 20, "away", via=1)
+    rep.check(left == 0 and not errors, "20 more acknowledged while the follower is down", errors[:3])
+    deleted = admin.delete_records([TopicPartition("c-behind", 0, 25)], operation_timeout=20)
+    result = list(deleted.values())[0].result(timeout=30)
+    rep.equal(getattr(result, "low_watermark", None), 25,
+              "DeleteRecords moves the leader's log start past the follower's end (5)")
+    start(4)
+    rep.check(common.wait_until(lambda: isr(1, "c-behind") == [1, 4], 40),
+              "the restarted follower starts over at the leader's log start and re-enters the ISR",
+              isr(1, "c-behind"))
+    left, errors = produce("c-behind", 5, "after", via=1)
+    rep.check(left == 0 and not errors, "5 more acknowledged by both replicas", errors[:3])
+    procs[1].kill()
+    procs[1].wait()
+
+    def follower_leads():
+        now = leaders(4, "c-behind")
+        return now and now[0] == (4, 0) and now
+
+    rep.check(common.wait_until(follower_leads, 30), "the follower leads after the leader's kill -9",
+              leaders(4, "c-behind"))
+    got = common.wait_until(lambda: watermarks(4, "c-behind") == (25, 30) and (25, 30), 20, interval=0.5)
+    rep.equal(got or watermarks(4, "c-behind"), (25, 30), "its log starts at 25 and ends at 30")
+    records = consume_group("c-behind", "g-behind", via=4, want=5, timeout_s=30)
+    rep.equal(sorted(records), [f"after-{i}" for i in range(5)], "and holds the records after the cut")
+    start(1)
+    rep.check(common.wait_until(lambda: live_brokers(2) == NODES, 30), "the old leader is back",
+              live_brokers(2))
+
+
 def check_delete_records():
     admin = AdminClient({"bootstrap.servers": bootstrap(1)})
     admin.create_topics([NewTopic("c-trim", 1, 3)], operation_timeout=20)["c-trim"].result(timeout=30)
@@ -387,6 +454,7 @@ try:
         rep.run("admin", check_admin)
         rep.run("controller", check_controller_loss)
         rep.run("broker-only restart", check_broker_only_restart)
+        rep.run("behind", check_follower_behind_log_start)
         rep.run("trim", check_delete_records)
     else:
         rep.fail("cluster formed", "not every node listed the 4 brokers within 30 s")
