@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::errors::error_result;
-use super::messages::{AdminError, AdminOp, PartitionOp, PartitionResult};
+use super::messages::{AdminError, AdminOp, OffsetsReader, PartitionOp, PartitionResult};
 use super::metadata::{ClusterMetadata, PartitionMeta, TopicMetadata};
 use super::Shard;
 use crate::controller::cluster_metadata::ClusterMetadata as ControllerMetadata;
@@ -277,7 +277,9 @@ impl Shard {
     }
 
     /// The refusal of a partition request this broker cannot serve, decided on `summary`
-    /// (see [`Shard::published_summary`]); `None` when it leads the partition.
+    /// (see [`Shard::published_summary`]); `None` when it leads the partition, or holds a
+    /// replica of it and the request may be answered by any replica (Describe, a debugging
+    /// client's ListOffsets).
     pub(super) fn leadership_refusal(
         &self,
         summary: &crate::controller::published::ClusterSummary,
@@ -292,8 +294,15 @@ impl Shard {
             ));
         };
         let me = BrokerId(self.config.node_id);
-        let describe = matches!(op, PartitionOp::Describe { .. });
-        if state.leader == Some(me) || (describe && state.replicas.contains(&me)) {
+        let any_replica = matches!(
+            op,
+            PartitionOp::Describe { .. }
+                | PartitionOp::ListOffsets {
+                    reader: OffsetsReader::Debugging,
+                    ..
+                }
+        );
+        if state.leader == Some(me) || (any_replica && state.replicas.contains(&me)) {
             return None;
         }
         let message = match state.leader {

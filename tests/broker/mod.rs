@@ -2,6 +2,8 @@
 //! requests built with the kafka-protocol crate. Every wait is bounded by [`WAIT`].
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -413,10 +415,22 @@ impl Client {
         configs: &[(&str, &str)],
         validate_only: bool,
     ) -> CreatableTopicResult {
+        self.try_create_replicated_topic(name, partitions, 1, configs, validate_only)
+    }
+
+    /// CreateTopics v7 for one topic with `replication_factor` replicas: its result.
+    pub fn try_create_replicated_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: &[(&str, &str)],
+        validate_only: bool,
+    ) -> CreatableTopicResult {
         let mut topic = CreatableTopic::default();
         topic.name = topic_name(name);
         topic.num_partitions = partitions;
-        topic.replication_factor = 1;
+        topic.replication_factor = replication_factor;
         topic.configs = configs
             .iter()
             .map(|(n, v)| {
@@ -493,14 +507,29 @@ impl Client {
         partition: i32,
         timestamp: i64,
     ) -> (i16, i64, i32) {
+        self.list_offset_as(version, -1, -1, topic, partition, timestamp)
+    }
+
+    /// ListOffsets as `replica_id` (-1 a consumer, -2 debugging, a broker id a follower) at
+    /// `current_leader_epoch` (v4+; -1 unchecked): (error code, offset, leader epoch).
+    pub fn list_offset_as(
+        &mut self,
+        version: i16,
+        replica_id: i32,
+        current_leader_epoch: i32,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> (i16, i64, i32) {
         let mut p = ListOffsetsPartition::default();
         p.partition_index = partition;
         p.timestamp = timestamp;
+        p.current_leader_epoch = current_leader_epoch;
         let mut t = ListOffsetsTopic::default();
         t.name = topic_name(topic);
         t.partitions = vec![p];
         let mut req = ListOffsetsRequest::default();
-        req.replica_id = BrokerId(-1);
+        req.replica_id = BrokerId(replica_id);
         req.topics = vec![t];
         let resp: ListOffsetsResponse = self.call(ApiKey::ListOffsets, version, &req);
         let r = &resp.topics[0].partitions[0];

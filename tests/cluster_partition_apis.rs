@@ -1,0 +1,148 @@
+//! Partition APIs of an RF 3 partition across three `ringbroker serve` processes, as Kafka
+//! answers them: ListOffsets and DeleteRecords at the leader only (NOT_LEADER_OR_FOLLOWER at
+//! a follower; a debugging client, replica id -2, may ask any replica), ListOffsets fenced by
+//! `current_leader_epoch`, DeleteRecords past the high watermark OFFSET_OUT_OF_RANGE, and
+//! the followers' log start following the leader's. Every wait is a bounded number of polls;
+//! every process is stopped at the end (and by `Drop` on a failure).
+
+mod broker;
+
+use broker::cluster::{
+    broker_ids, free_ports, start_three, voters, wait_for, Node, MAX_POLLS, POLL,
+};
+use broker::Client;
+use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_response::MetadataResponse;
+use kafka_protocol::messages::ApiKey;
+
+const TOPIC: &str = "apis";
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const DEBUGGING: i32 = -2;
+const CONSUMER: i32 = -1;
+const NONE: i16 = 0;
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const UNKNOWN_LEADER_EPOCH: i16 = 75;
+
+/// (leader, leader epoch, ISR size) of the topic's partition 0 as `node` tells it.
+fn partition_state(node: &Node) -> Option<(i32, i32, usize)> {
+    std::net::TcpStream::connect_timeout(&node.addr, POLL).ok()?;
+    let mut all_topics = MetadataRequest::default();
+    all_topics.topics = None;
+    let m: MetadataResponse = Client::connect(node.addr).call(ApiKey::Metadata, 12, &all_topics);
+    let t = m
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == TOPIC))?;
+    let p = t.partitions.iter().find(|p| p.partition_index == 0)?;
+    Some((p.leader_id.0, p.leader_epoch, p.isr_nodes.len()))
+}
+
+/// Polls `check` until it returns `Some`, at most [`MAX_POLLS`] times.
+fn poll<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..MAX_POLLS {
+        if let Some(v) = check() {
+            return v;
+        }
+        std::thread::sleep(POLL);
+    }
+    panic!("{what}: not reached after {MAX_POLLS} polls");
+}
+
+#[test]
+fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(6);
+    let voters = voters(&ports);
+    let nodes = start_three(root.path(), &ports, &voters, None);
+    wait_for(&nodes, &[0, 1, 2], "three live brokers", |m| {
+        broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
+    });
+    let created =
+        Client::connect(nodes[0].addr).try_create_replicated_topic(TOPIC, 1, 3, &[], false);
+    assert_eq!(
+        created.error_code, NONE,
+        "create: {:?}",
+        created.error_message
+    );
+    let (leader, epoch) = poll("a leader with all three replicas in sync", || {
+        let states: Vec<_> = nodes.iter().map(partition_state).collect();
+        match states[0] {
+            Some((leader, epoch, 3)) if leader > 0 && states.iter().all(|s| *s == states[0]) => {
+                Some((leader, epoch))
+            }
+            _ => None,
+        }
+    });
+    let at = |id: i32| nodes.iter().find(|n| n.id == id).expect("node").addr;
+    let followers: Vec<i32> = [1, 2, 3].into_iter().filter(|&id| id != leader).collect();
+    // The leader takes the role a moment after the metadata names it.
+    poll("the leader takes produce requests", || {
+        let (code, _) = Client::connect(at(leader)).produce(TOPIC, 0, 10, 20);
+        (code == NONE).then_some(())
+    });
+    let consumer_latest = |id: i32| {
+        let (code, offset, _) =
+            Client::connect(at(id)).list_offset_as(7, CONSUMER, -1, TOPIC, 0, LATEST);
+        (code, offset)
+    };
+    assert_eq!(
+        consumer_latest(leader),
+        (NONE, 10),
+        "acks=all: the HW passed the batch"
+    );
+
+    for &f in &followers {
+        assert_eq!(
+            consumer_latest(f).0,
+            NOT_LEADER_OR_FOLLOWER,
+            "a consumer's ListOffsets at follower {f}"
+        );
+        assert_eq!(
+            Client::connect(at(f)).delete_records(TOPIC, 0, 2).0,
+            NOT_LEADER_OR_FOLLOWER,
+            "DeleteRecords at follower {f}"
+        );
+        // A debugging client may ask a follower: its log end, once it fetched the batch.
+        poll("a follower's log end by a debugging ListOffsets", || {
+            let (code, offset, _) =
+                Client::connect(at(f)).list_offset_as(7, DEBUGGING, -1, TOPIC, 0, LATEST);
+            (code == NONE && offset == 10).then_some(())
+        });
+        // A follower asking the leader as a replica gets the leader's log end.
+        let (code, offset, _) =
+            Client::connect(at(leader)).list_offset_as(7, f, epoch, TOPIC, 0, LATEST);
+        assert_eq!(
+            (code, offset),
+            (NONE, 10),
+            "a replica's ListOffsets at the leader"
+        );
+    }
+
+    let (code, _, _) =
+        Client::connect(at(leader)).list_offset_as(7, CONSUMER, epoch + 1, TOPIC, 0, LATEST);
+    assert_eq!(
+        code, UNKNOWN_LEADER_EPOCH,
+        "a newer epoch than the leader's"
+    );
+    let (code, offset, answered_epoch) =
+        Client::connect(at(leader)).list_offset_as(7, CONSUMER, epoch, TOPIC, 0, LATEST);
+    assert_eq!((code, offset, answered_epoch), (NONE, 10, epoch));
+
+    let mut admin = Client::connect(at(leader));
+    assert_eq!(
+        admin.delete_records(TOPIC, 0, 11).0,
+        OFFSET_OUT_OF_RANGE,
+        "DeleteRecords past the HW"
+    );
+    assert_eq!(admin.delete_records(TOPIC, 0, 4), (NONE, 4));
+    for &f in &followers {
+        // The followers' next fetches carry the leader's log start.
+        poll("a follower's log start follows the leader's", || {
+            let (code, offset, _) =
+                Client::connect(at(f)).list_offset_as(7, DEBUGGING, -1, TOPIC, 0, EARLIEST);
+            (code == NONE && offset == 4).then_some(())
+        });
+    }
+}
