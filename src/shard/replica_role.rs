@@ -99,14 +99,17 @@ pub struct LeaderMarks {
 }
 
 impl Partition {
-    /// One past the last offset consumers may read: the HW.
+    /// One past the last offset consumers may read: the HW, kept within the log's bounds as
+    /// Kafka keeps it (a restarted replica knows no HW yet, 0, but what lies below its log
+    /// start was committed before it was deleted).
     pub fn high_watermark(&self) -> i64 {
-        let written = self.log.offsets().written_end_offset;
-        match &*self.role.borrow() {
-            ReplicaRole::Alone => written,
-            ReplicaRole::Leader(l) => l.high_watermark().min(written),
-            ReplicaRole::Follower(f) => f.high_watermark.min(written),
-        }
+        let o = self.log.offsets();
+        let hw = match &*self.role.borrow() {
+            ReplicaRole::Alone => o.written_end_offset,
+            ReplicaRole::Leader(l) => l.high_watermark(),
+            ReplicaRole::Follower(f) => f.high_watermark,
+        };
+        hw.max(o.log_start_offset).min(o.written_end_offset)
     }
 
     /// A consumer's view of the leader epoch against ours (Kafka's fencing): older is

@@ -444,3 +444,24 @@ fn an_answer_the_partition_moved_on_from_changes_nothing() {
         assert_eq!(p.latest_epoch(), Some(LeaderEpoch(3)));
     });
 }
+
+#[test]
+fn a_restarted_replica_knows_its_log_start_was_committed() {
+    run(|dir| async move {
+        let p = follower_with_five(&dir).await;
+        p.log
+            .delete_records_before(3)
+            .await
+            .expect("delete records");
+        p.log.close().await.expect("close");
+        // Restarted: no HW is known yet, but it is never below the log start.
+        let log = Log::open(&dir, LogConfig::default()).await.expect("reopen");
+        let p = Rc::new(Partition::replicated("t".into(), 0, log));
+        assert_eq!(p.high_watermark(), 3);
+        // Leading with a follower still to fetch, the HW starts there, not at 0.
+        p.lead(ME, &state(ME, 4, &[1, 2]), config(1), 1)
+            .await
+            .expect("lead");
+        assert_eq!(p.high_watermark(), 3);
+    });
+}
