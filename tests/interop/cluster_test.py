@@ -24,6 +24,9 @@ run.sh's panic check sees them), with short heartbeat/session/election timeouts,
   behind         a follower (kill -9) misses records that DeleteRecords then removes on the
                  leader: restarted, it starts over at the leader's log start, re-enters the
                  ISR and, once the leader is killed, leads with the leader's log start and end
+  unclean        unclean.leader.election.enable: with its only ISR member down, a restarted
+                 out-of-sync replica leads (ISR = [it]); the old leader comes back, truncates
+                 its divergent tail by epoch and re-enters the ISR with the new leader's log
   trim           DeleteRecords (confluent-kafka) on an RF 3 partition, then kill -9 of its leader:
                  the new leader's log starts where the old one's did (followers follow the
                  leader's log start; deleted records never come back)
@@ -409,6 +412,49 @@ def check_follower_behind_log_start():
               live_brokers(2))
 
 
+def check_unclean_election():
+    admin = AdminClient({"bootstrap.servers": bootstrap(2)})
+    topic = NewTopic("c-unclean", 1, replica_assignment=[[1, 4]],
+                     config={"unclean.leader.election.enable": "true"})
+    admin.create_topics([topic], operation_timeout=20)["c-unclean"].result(timeout=30)
+    rep.check(common.wait_until(lambda: isr(2, "c-unclean") == [1, 4], 20), "c-unclean has ISR [1, 4]",
+              isr(2, "c-unclean"))
+    left, errors = produce("c-unclean", 5, "both", via=2)
+    rep.check(left == 0 and not errors, "5 records acknowledged by both replicas", errors[:3])
+    procs[4].kill()
+    procs[4].wait()
+    left, errors = produce("c-unclean", 10, "alone", via=2)
+    rep.check(left == 0 and not errors, "10 more acknowledged by the leader alone", errors[:3])
+    procs[1].kill()
+    procs[1].wait()
+    start(4)
+
+    def leads(n):
+        return lambda: leaders(2, "c-unclean") == {0: (n, 0)}
+
+    rep.check(common.wait_until(leads(4), 30), "the out-of-sync replica leads (unclean election)",
+              leaders(2, "c-unclean"))
+    rep.equal(common.wait_until(lambda: isr(2, "c-unclean") == [4] and [4], 10) or isr(2, "c-unclean"), [4],
+              "and its ISR is itself")
+    left, errors = produce("c-unclean", 3, "unclean", via=2)
+    rep.check(left == 0 and not errors, "3 records acknowledged by the unclean leader", errors[:3])
+    start(1)
+    rep.check(common.wait_until(lambda: isr(2, "c-unclean") == [1, 4], 40),
+              "the old leader truncates its divergent tail and re-enters the ISR", isr(2, "c-unclean"))
+    procs[4].kill()
+    procs[4].wait()
+    rep.check(common.wait_until(leads(1), 30), "the old leader leads again (clean, from the ISR)",
+              leaders(2, "c-unclean"))
+    got = common.wait_until(lambda: watermarks(2, "c-unclean") == (0, 8) and (0, 8), 20, interval=0.5)
+    rep.equal(got or watermarks(2, "c-unclean"), (0, 8), "its log is the unclean leader's: 5 + 3 records")
+    records = consume_group("c-unclean", "g-unclean", via=2, want=8, timeout_s=30)
+    rep.equal(sorted(records), sorted([f"both-{i}" for i in range(5)] + [f"unclean-{i}" for i in range(3)]),
+              "the records only the old leader had are gone, as unclean election allows")
+    start(4)
+    rep.check(common.wait_until(lambda: live_brokers(2) == NODES, 30), "every broker is back",
+              live_brokers(2))
+
+
 def check_delete_records():
     admin = AdminClient({"bootstrap.servers": bootstrap(1)})
     admin.create_topics([NewTopic("c-trim", 1, 3)], operation_timeout=20)["c-trim"].result(timeout=30)
@@ -455,6 +501,7 @@ try:
         rep.run("controller", check_controller_loss)
         rep.run("broker-only restart", check_broker_only_restart)
         rep.run("behind", check_follower_behind_log_start)
+        rep.run("unclean", check_unclean_election)
         rep.run("trim", check_delete_records)
     else:
         rep.fail("cluster formed", "not every node listed the 4 brokers within 30 s")
