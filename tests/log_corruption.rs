@@ -610,6 +610,7 @@ fn garbage_checkpoint_means_a_full_scan() {
                     recovery_point: leo,
                     log_start_offset: 0,
                     truncate_to: None,
+                    high_watermark: None,
                 }
             );
             log.close().await.expect("close");

@@ -6,6 +6,10 @@
 //! we keep one per partition because a partition is owned by one shard and shards share
 //! nothing. The file is replaced atomically (write, fsync, rename, fsync directory).
 //!
+//! It also carries the partition's last known high watermark in cluster mode (Kafka's
+//! `replication-offset-checkpoint`, also one file per data directory there), so a restarted
+//! replica does not start from its log start.
+//!
 //! `.kafka_cleanshutdown`: written last by a clean close, removed first by open. When it is
 //! present at open, nothing is scanned but the short tail after the last index entry.
 
@@ -18,6 +22,7 @@ pub const CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 const FORMAT_LINE: &str = "ringbroker-log-checkpoint 0";
 const TRUNCATE_TO: &str = "truncate-to";
+const HIGH_WATERMARK: &str = "high-watermark";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -27,6 +32,9 @@ pub struct Checkpoint {
     /// open after a crash finishes it (a half-done truncation would otherwise come back as a
     /// longer log). Absent in checkpoints written before truncation was crash-safe.
     pub truncate_to: Option<i64>,
+    /// The replicated partition's HW when written (everything below it was committed); the
+    /// reader clamps it to the log it opened. Absent on a single node and in older files.
+    pub high_watermark: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +49,9 @@ impl Checkpoint {
         );
         if let Some(offset) = self.truncate_to {
             text.push_str(&format!("{TRUNCATE_TO} {offset}\n"));
+        }
+        if let Some(hw) = self.high_watermark {
+            text.push_str(&format!("{HIGH_WATERMARK} {hw}\n"));
         }
         text
     }
@@ -66,22 +77,31 @@ impl Checkpoint {
         };
         let recovery_point = field("recovery-point")?;
         let log_start_offset = field("log-start-offset")?;
-        let truncate_to = match lines.next() {
-            None => None,
-            Some(line) => {
-                let value = line
-                    .strip_prefix(TRUNCATE_TO)
-                    .and_then(|rest| rest.strip_prefix(' '))
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .filter(|v| *v >= 0)
-                    .ok_or_else(|| CheckpointFormatError(format!("unexpected line {line:?}")))?;
-                Some(value)
+        // Optional fields after those, each at most once.
+        let (mut truncate_to, mut high_watermark) = (None, None);
+        for line in lines {
+            let (name, value) = line
+                .split_once(' ')
+                .ok_or_else(|| CheckpointFormatError(format!("unexpected line {line:?}")))?;
+            let value = value
+                .parse::<i64>()
+                .ok()
+                .filter(|v| *v >= 0)
+                .ok_or_else(|| CheckpointFormatError(format!("bad {name} value {value:?}")))?;
+            let slot = match name {
+                TRUNCATE_TO => &mut truncate_to,
+                HIGH_WATERMARK => &mut high_watermark,
+                _ => return Err(CheckpointFormatError(format!("unexpected line {line:?}"))),
+            };
+            if slot.replace(value).is_some() {
+                return Err(CheckpointFormatError(format!("{name} twice")));
             }
-        };
+        }
         Ok(Checkpoint {
             recovery_point,
             log_start_offset,
             truncate_to,
+            high_watermark,
         })
     }
 }
@@ -147,6 +167,7 @@ mod tests {
             recovery_point: 1234,
             log_start_offset: 17,
             truncate_to: None,
+            high_watermark: None,
         };
         assert_eq!(Checkpoint::decode(&c.encode()), Ok(c));
         let intent = Checkpoint {
@@ -154,6 +175,22 @@ mod tests {
             ..c
         };
         assert_eq!(Checkpoint::decode(&intent.encode()), Ok(intent));
+        let replicated = Checkpoint {
+            high_watermark: Some(1200),
+            ..intent
+        };
+        assert_eq!(Checkpoint::decode(&replicated.encode()), Ok(replicated));
+        // Either order; each field once.
+        let base = "ringbroker-log-checkpoint 0\nrecovery-point 5\nlog-start-offset 0\n";
+        let swapped = Checkpoint::decode(&format!("{base}high-watermark 4\ntruncate-to 3\n"));
+        assert_eq!(
+            swapped.map(|c| (c.truncate_to, c.high_watermark)),
+            Ok((Some(3), Some(4)))
+        );
+        assert!(
+            Checkpoint::decode(&format!("{base}high-watermark 4\nhigh-watermark 4\n")).is_err()
+        );
+        assert!(Checkpoint::decode(&format!("{base}high-watermark -1\n")).is_err());
         assert!(Checkpoint::decode(&format!("{}junk 1\n", c.encode())).is_err());
         assert!(Checkpoint::decode("").is_err());
         assert!(Checkpoint::decode("ringbroker-log-checkpoint 0\nrecovery-point x\n").is_err());

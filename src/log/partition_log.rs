@@ -133,6 +133,9 @@ pub(super) struct LogState {
     pub log_start_offset: i64,
     pub recovery_point: i64,
     pub written_end: i64,
+    /// The replicated partition's HW as last noted (`Log::note_high_watermark`), for the
+    /// checkpoint; `None` on a single node.
+    pub high_watermark: Option<i64>,
     pub unflushed_records: u64,
     pub oldest_unflushed_ms: Option<i64>,
     /// Staged bytes not yet taken by the committer, in log order.
@@ -204,6 +207,7 @@ impl LogState {
             recovery_point: self.recovery_point,
             log_start_offset: self.log_start_offset,
             truncate_to: None,
+            high_watermark: self.high_watermark,
         }
     }
 }
@@ -372,6 +376,9 @@ impl Log {
             // Recovery read (and synced) what it scanned; trusted segments were synced before.
             recovery_point: leo,
             written_end: leo,
+            high_watermark: checkpoint
+                .and_then(|c| c.high_watermark)
+                .map(|hw| hw.min(leo)),
             unflushed_records: 0,
             oldest_unflushed_ms: None,
             pending: Vec::new(),
@@ -514,6 +521,16 @@ impl Log {
             self.flush().await?;
         }
         Ok(due)
+    }
+
+    /// The HW the last checkpoint recorded (at most the log end), or the last one noted.
+    pub fn checkpointed_high_watermark(&self) -> Option<i64> {
+        self.inner.state.borrow().high_watermark
+    }
+
+    /// Notes the replicated partition's HW for the next checkpoint.
+    pub fn note_high_watermark(&self, hw: i64) {
+        self.inner.state.borrow_mut().high_watermark = Some(hw);
     }
 
     /// Writes the checkpoint (recovery point, log start) so that a crash rescans less.

@@ -570,6 +570,7 @@ impl Shard {
                     .expire(now_ms, self.config.producer_id_expiration_ms);
             }
             if checkpoint_due {
+                p.note_high_watermark();
                 if let Err(e) = p.log.checkpoint().await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "checkpoint failed");
                 }

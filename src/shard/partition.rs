@@ -94,7 +94,11 @@ impl Partition {
     /// A partition of a cluster: it serves nothing until the metadata names its leader.
     pub fn replicated(topic: String, index: i32, log: Log) -> Self {
         let p = Partition::new(topic, index, log);
-        *p.role.borrow_mut() = ReplicaRole::Follower(FollowerView::unassigned());
+        // The HW it last checkpointed: consumers of a restarted leader need not wait for its
+        // followers to see what was committed before.
+        let mut view = FollowerView::unassigned();
+        view.high_watermark = p.log.checkpointed_high_watermark().unwrap_or(0);
+        *p.role.borrow_mut() = ReplicaRole::Follower(view);
         p
     }
 
@@ -184,6 +188,7 @@ impl Partition {
     /// and snapshots the producer state at the log end.
     pub async fn close(&self) -> Result<(), LogError> {
         self.notify_append();
+        self.note_high_watermark();
         self.log.close().await?;
         self.producers.settle().await;
         self.producers.snapshot(&self.log).await

@@ -165,6 +165,13 @@ impl Partition {
         }
     }
 
+    /// Hands a replicated partition's HW to its log for the next checkpoint.
+    pub fn note_high_watermark(&self) {
+        if self.is_replicated() {
+            self.log.note_high_watermark(self.high_watermark());
+        }
+    }
+
     /// Whether the partition is replicated (cluster mode) rather than a single node's.
     pub fn is_replicated(&self) -> bool {
         !matches!(&*self.role.borrow(), ReplicaRole::Alone)

@@ -465,3 +465,28 @@ fn a_restarted_replica_knows_its_log_start_was_committed() {
         assert_eq!(p.high_watermark(), 3);
     });
 }
+
+#[test]
+fn a_restarted_replica_starts_from_the_hw_it_checkpointed() {
+    run(|dir| async move {
+        let p = follower_with_five(&dir).await;
+        assert_eq!(p.high_watermark(), 5);
+        p.close().await.expect("close");
+        let log = Log::open(&dir, LogConfig::default()).await.expect("reopen");
+        let p = Rc::new(Partition::replicated("t".into(), 0, log));
+        assert_eq!(p.high_watermark(), 5, "the HW of the clean close");
+        p.follow(Some(OTHER), LeaderEpoch(3));
+        assert_eq!(p.high_watermark(), 5, "following keeps it");
+        // Housekeeping's checkpoint carries it too (a kill -9 skips the close).
+        let next = leader_batch(5, 3, 3, None);
+        assert!(p
+            .append_replicated(at(5), &next, hw(7), 3)
+            .await
+            .expect("append"));
+        p.note_high_watermark();
+        p.log.checkpoint().await.expect("checkpoint");
+        let cp = std::fs::read_to_string(dir.join("recovery-point-offset-checkpoint"))
+            .expect("checkpoint file");
+        assert!(cp.contains("high-watermark 7\n"), "{cp}");
+    });
+}
