@@ -12,6 +12,8 @@
 #   RECORDS  records per run (default 500000, 1 KiB each)
 #   ROUNDS   rounds of (rf1, rf3, rf1 e2e), alternating (default 3); medians are reported
 #   BIN      the broker binary (default target/release/ringbroker, built if missing)
+#   ACKS     the producers' acks (default all); with 1, RF 3 costs the leader only the
+#            followers' fetches, not the acks=all produces it parks and answers as the HW moves
 #   BROKER_SETS  extra `--set NAME=VALUE` arguments for every broker, e.g.
 #            BROKER_SETS="--set ringbroker.log.io=direct"
 #
@@ -26,6 +28,7 @@ cd "$(dirname "$0")/.."
 RECORDS=${1:-500000}
 ROUNDS=${2:-3}
 BIN=${BIN:-target/release/ringbroker}
+ACKS=${ACKS:-all}
 read -r -a EXTRA <<<"${BROKER_SETS:-}"
 [ -x "$BIN" ] || cargo build --release --bin ringbroker
 WORK=$(mktemp -d /tmp/ringbroker-replication-bench.XXXXXX)
@@ -99,7 +102,7 @@ run() {
   local -a faults_before faults_after
   for n in 1 2 3; do before[n]=$(cpu_ticks "$n") faults_before[n]=$(minor_faults "$n"); done
   out=$("$BIN" bench "$mode" --bootstrap "$BOOT" --topic "$topic" --records "$RECORDS" \
-    --record-size 1024 --acks all --broker-metrics none --quiet 2>&1)
+    --record-size 1024 --acks "$ACKS" --broker-metrics none --quiet 2>&1)
   for n in 1 2 3; do after[n]=$(cpu_ticks "$n") faults_after[n]=$(minor_faults "$n"); done
   local rate leader follower fetches produces
   rate=$(echo "$out" | grep -oE '[0-9.]+ records/s' | head -1 | cut -d' ' -f1)
