@@ -40,15 +40,17 @@ async fn fill(log: &Log, rng: &mut XorShift) -> i64 {
     log.offsets().log_end_offset
 }
 
-/// One run: build, crash at operation `crash_at` of a truncation to `target`, end the process
-/// (`power` or not), reopen. Returns (old end, end after reopening, truncation finished
-/// without the crash, where a completed truncation ends).
-fn run(
+/// One run: build, crash at operation `crash_at` of a truncation to `target` (with
+/// `checkpoints_meanwhile`, checkpoints written all along, as housekeeping may), end the
+/// process (`power` or not), reopen. Returns (old end, end after reopening, truncation
+/// finished without the crash, where a completed truncation ends).
+fn run_with(
     dir: &Path,
     scope: &FaultScope,
     seed: u64,
     crash_at: u64,
     power: bool,
+    checkpoints_meanwhile: bool,
 ) -> (i64, i64, bool, i64) {
     let mut rng = XorShift::new(seed);
     let (old_end, target, completed) = block_on(async {
@@ -58,7 +60,19 @@ fn run(
         // Inside the second segment, so one is kept, one is cut and two are removed.
         let target = bases[1] + (bases[2] - bases[1]) / 2;
         scope.crash_after(crash_at);
-        let result = log.truncate_to(target).await;
+        let done = std::cell::Cell::new(!checkpoints_meanwhile);
+        let truncation = async {
+            let result = log.truncate_to(target).await;
+            done.set(true);
+            result
+        };
+        let checkpoints = async {
+            while !done.get() {
+                let _ = log.checkpoint().await;
+                futures_lite::future::yield_now().await;
+            }
+        };
+        let (result, ()) = futures_lite::future::zip(truncation, checkpoints).await;
         let completed = result.is_ok() && !scope.crashed();
         scope.crash();
         (old_end, target, completed)
@@ -86,14 +100,27 @@ fn run(
 
 #[test]
 fn a_crash_anywhere_in_a_truncation_leaves_the_whole_log_or_the_truncated_one() {
+    crash_anywhere(false);
+}
+
+/// A checkpoint written while the truncation runs carried no intent and the old recovery
+/// point: a crash after it, with later segments removed and the kept one not yet cut, left
+/// a log ending at the kept segment's end.
+#[test]
+fn checkpoints_written_during_a_truncation_keep_its_intent() {
+    crash_anywhere(true);
+}
+
+fn crash_anywhere(checkpoints_meanwhile: bool) {
     let mut steps = 0;
     for power in [false, true] {
         let mut finished = false;
-        for crash_at in 0..400u64 {
+        for crash_at in 0..600u64 {
             let tmp = tempfile::tempdir().expect("tempdir");
             let scope = FaultScope::install(tmp.path());
             let dir = tmp.path().join("t-0");
-            let (old_end, end, completed, cut_end) = run(&dir, &scope, 7, crash_at, power);
+            let (old_end, end, completed, cut_end) =
+                run_with(&dir, &scope, 7, crash_at, power, checkpoints_meanwhile);
             assert!(
                 end == old_end || end == cut_end,
                 "crash at operation {crash_at} of the truncation (power loss: {power}): the log ends at {end}, neither the whole log ({old_end}) nor the truncated one ({cut_end})"

@@ -136,6 +136,10 @@ pub(super) struct LogState {
     /// The replicated partition's HW as last noted (`Log::note_high_watermark`), for the
     /// checkpoint; `None` on a single node.
     pub high_watermark: Option<i64>,
+    /// A truncation under way (`truncate.rs`): in the state, not only in the one checkpoint
+    /// the truncation writes, so that a checkpoint written meanwhile (housekeeping,
+    /// retention) keeps the intent and the lowered recovery point.
+    pub truncate_intent: Option<i64>,
     pub unflushed_records: u64,
     pub oldest_unflushed_ms: Option<i64>,
     /// Staged bytes not yet taken by the committer, in log order.
@@ -206,7 +210,7 @@ impl LogState {
         Checkpoint {
             recovery_point: self.recovery_point,
             log_start_offset: self.log_start_offset,
-            truncate_to: None,
+            truncate_to: self.truncate_intent,
             high_watermark: self.high_watermark,
         }
     }
@@ -376,6 +380,7 @@ impl Log {
             // Recovery read (and synced) what it scanned; trusted segments were synced before.
             recovery_point: leo,
             written_end: leo,
+            truncate_intent: None,
             high_watermark: checkpoint
                 .and_then(|c| c.high_watermark)
                 .map(|hw| hw.min(leo)),

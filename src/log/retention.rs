@@ -63,9 +63,12 @@ impl Log {
                 })
                 .collect();
             let plan = policy::plan_retention(&st.config, &summaries, st.log_start_offset, now_ms);
+            // A truncation or start-over holds the log and plans by segment position: removing
+            // segments under it would make it cut the wrong ones. The next pass deletes them.
+            let allowed = if st.exclusive { 0 } else { plan.delete_count };
             // Only segments wholly written and synced may go (their data is not in flight).
             let mut count = 0;
-            while count < plan.delete_count && st.segments[count].seal_synced {
+            while count < allowed && st.segments[count].seal_synced {
                 count += 1;
             }
             let removed: Vec<Segment> = st.segments.drain(..count).collect();

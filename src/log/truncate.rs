@@ -93,14 +93,15 @@ impl Log {
         }
         self.inner.readers.drained().await;
         self.inner.tail_cache.borrow_mut().clear();
-        // 3. The intent, durable before any file changes.
-        self.inner
-            .write_checkpoint(|cp| {
-                cp.recovery_point = cp.recovery_point.min(new_end);
-                cp.log_start_offset = cp.log_start_offset.min(new_end);
-                cp.truncate_to = Some(offset);
-            })
-            .await?;
+        // 3. The intent, durable before any file changes (and in the state: any checkpoint
+        //    written until the truncation is done carries it).
+        {
+            let mut st = self.inner.state.borrow_mut();
+            st.recovery_point = st.recovery_point.min(new_end);
+            st.log_start_offset = st.log_start_offset.min(new_end);
+            st.truncate_intent = Some(offset);
+        }
+        self.inner.write_checkpoint(|_| {}).await?;
         // 4. The files.
         for base in removed_bases.iter().rev() {
             recovery::remove_segment_files(&SegmentPaths::new(&dir, *base))
@@ -143,8 +144,7 @@ impl Log {
                 None => st.segments.push(rebuilt),
             }
             st.written_end = new_end;
-            st.recovery_point = st.recovery_point.min(new_end);
-            st.log_start_offset = st.log_start_offset.min(new_end);
+            st.truncate_intent = None;
             st.unflushed_records = 0;
             st.oldest_unflushed_ms = None;
         }
