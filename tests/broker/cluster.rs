@@ -123,9 +123,12 @@ pub fn spawn(
                 }
             }
             Err(_) => {
+                let stacks = super::backtraces(child.id() as i32);
                 let _ = child.kill();
                 let status = child.wait().ok();
-                return Err(format!("node {id} did not start (exit {status:?})"));
+                return Err(format!(
+                    "node {id} did not start (exit {status:?})\n{stacks}"
+                ));
             }
         }
     }

@@ -163,10 +163,11 @@ impl Broker {
                 }
                 Err(_) => panic!(
                     "the broker printed no 'listening on' line within {START_WAIT:?} \
-                     (log {}, threads: {}):\n{}",
+                     (log {}, threads: {}):\n{}\n{}",
                     self.log_path().display(),
                     thread_states(self.pid()),
-                    self.log()
+                    self.log(),
+                    backtraces(self.pid())
                 ),
             }
         };
@@ -801,6 +802,31 @@ fn thread_states(pid: i32) -> String {
     }
     out.push(io_uring_states(pid));
     out.join("; ")
+}
+
+/// Every thread's stack of process `pid`, by gdb when it is installed (a rare startup hang
+/// was seen once and never reproduced: the stacks are what would explain it).
+fn backtraces(pid: i32) -> String {
+    let out = Command::new("timeout")
+        .args([
+            "60",
+            "gdb",
+            "-p",
+            &pid.to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt",
+        ])
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let cut = text.len().saturating_sub(30_000);
+            format!("gdb backtraces:\n{}", &text[text.ceil_char_boundary(cut)..])
+        }
+        _ => "no backtraces (gdb is not installed or could not attach)".into(),
+    }
 }
 
 /// The head and tail of every io_uring of process `pid` (its fdinfo): a ring whose CqTail is
