@@ -822,8 +822,9 @@ fn backtraces(pid: i32) -> String {
     match out {
         Ok(o) if o.status.success() => {
             let text = String::from_utf8_lossy(&o.stdout);
-            let cut = text.len().saturating_sub(30_000);
-            format!("gdb backtraces:\n{}", &text[text.ceil_char_boundary(cut)..])
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(400)..];
+            format!("gdb backtraces:\n{}", tail.join("\n"))
         }
         _ => "no backtraces (gdb is not installed or could not attach)".into(),
     }
