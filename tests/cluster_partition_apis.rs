@@ -2,7 +2,8 @@
 //! answers them: ListOffsets and DeleteRecords at the leader only (NOT_LEADER_OR_FOLLOWER at
 //! a follower; a debugging client, replica id -2, may ask any replica), ListOffsets fenced by
 //! `current_leader_epoch`, DeleteRecords past the high watermark OFFSET_OUT_OF_RANGE, and
-//! the followers' log start following the leader's. Every wait is a bounded number of polls;
+//! the followers' log start following the leader's; after a failover, earliest carries the
+//! epoch of its batch and latest the new leader's. Every wait is a bounded number of polls;
 //! every process is stopped at the end (and by `Drop` on a failure).
 
 mod broker;
@@ -55,7 +56,7 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
     let root = tempfile::tempdir().expect("tempdir");
     let ports = free_ports(6);
     let voters = voters(&ports);
-    let nodes = start_three(root.path(), &ports, &voters, None);
+    let mut nodes = start_three(root.path(), &ports, &voters, None);
     wait_for(&nodes, &[0, 1, 2], "three live brokers", |m| {
         broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
     });
@@ -145,4 +146,33 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
             (code == NONE && offset == 4).then_some(())
         });
     }
+
+    // Failover: the new leader answers earliest with the epoch its batch was written at.
+    let old = nodes.iter().position(|n| n.id == leader).expect("leader");
+    nodes[old].kill9();
+    let (new_leader, new_epoch) = poll("a new leader", || {
+        let by = nodes.iter().find(|n| n.id != leader)?;
+        match partition_state(by)? {
+            (l, e, _) if l > 0 && l != leader && e > epoch => Some((l, e)),
+            _ => None,
+        }
+    });
+    let addr = nodes
+        .iter()
+        .find(|n| n.id == new_leader)
+        .expect("node")
+        .addr;
+    let answer = |timestamp| {
+        poll("the new leader answers ListOffsets", || {
+            let (code, offset, e) =
+                Client::connect(addr).list_offset_as(7, CONSUMER, -1, TOPIC, 0, timestamp);
+            (code == NONE).then_some((offset, e))
+        })
+    };
+    assert_eq!(
+        answer(EARLIEST),
+        (4, epoch),
+        "earliest: the epoch of its batch"
+    );
+    assert_eq!(answer(LATEST), (10, new_epoch), "latest: the current epoch");
 }

@@ -111,6 +111,16 @@ impl OffsetsReader {
     }
 }
 
+/// One partition's ListOffsets answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetAnswer {
+    pub offset: i64,
+    pub timestamp: i64,
+    /// The leader epoch of the batch at `offset` (Kafka's answer to EARLIEST and timestamp
+    /// lookups; -1 when unknown); `None`: the current leader epoch (LATEST, a single node).
+    pub leader_epoch: Option<i32>,
+}
+
 /// One partition operation, executed by the partition's owning shard.
 #[derive(Debug, Clone)]
 pub enum PartitionOp {
@@ -218,7 +228,7 @@ pub enum PartitionResult {
     Produce(Result<AppendInfo, PartitionError>),
     Fetch(Result<FetchedData, PartitionError>),
     /// (offset, timestamp); offset -1 when no record matches.
-    ListOffsets(Result<(i64, i64), PartitionError>),
+    ListOffsets(Result<OffsetAnswer, PartitionError>),
     /// ListOffsets v0: offsets, highest first.
     LegacyOffsets(Result<Vec<i64>, PartitionError>),
     DeleteRecords(Result<i64, PartitionError>),

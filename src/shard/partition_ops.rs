@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::errors::{log_error, produce_error};
 use super::fetch_budget;
-use super::messages::{OffsetsReader, PartitionError, PartitionOp, PartitionResult};
+use super::messages::{OffsetAnswer, OffsetsReader, PartitionError, PartitionOp, PartitionResult};
 use super::partition::{self, Partition};
 use super::Shard;
 use crate::log::AppendInfo;
@@ -102,34 +102,51 @@ impl Shard {
     }
 }
 
-/// One partition's ListOffsets answer (offset, timestamp) for `timestamp`: -1 latest (the HW
-/// for a consumer, the log end for a replica), -2 / -4 earliest, -5 latest tiered, -3 max
-/// timestamp, else the first offset at or after the timestamp.
+/// One partition's ListOffsets answer for `timestamp`: -1 latest (the HW for a consumer, the
+/// log end for a replica), -2 / -4 earliest, -5 latest tiered, -3 max timestamp, else the
+/// first offset at or after the timestamp. In a cluster every answer but latest carries the
+/// epoch of its offset's batch, as Kafka's does.
 async fn list_offsets(
     p: &Partition,
     timestamp: i64,
     reader: OffsetsReader,
-) -> Result<(i64, i64), PartitionError> {
+) -> Result<OffsetAnswer, PartitionError> {
     let o = p.log.offsets();
-    match timestamp {
-        -1 => match reader {
-            OffsetsReader::Consumer { .. } => p.latest_offset().map(|offset| (offset, -1)),
-            OffsetsReader::Replica { .. } | OffsetsReader::Debugging => {
-                Ok((o.written_end_offset, -1))
-            }
-        },
+    let (offset, timestamp) = match timestamp {
+        -1 => {
+            let latest = match reader {
+                OffsetsReader::Consumer { .. } => p.latest_offset()?,
+                OffsetsReader::Replica { .. } | OffsetsReader::Debugging => o.written_end_offset,
+            };
+            return Ok(OffsetAnswer {
+                offset: latest,
+                timestamp: -1,
+                leader_epoch: None,
+            });
+        }
         // Earliest: without tiered storage the local log start is the log start.
-        -2 | -4 => Ok((o.log_start_offset, -1)),
+        -2 | -4 => (o.log_start_offset, -1),
         // Latest tiered: nothing is tiered; Kafka answers offset -1.
-        -5 => Ok((-1, -1)),
-        -3 => Ok(p.log.max_timestamp().unwrap_or((-1, -1))),
+        -5 => (-1, -1),
+        -3 => p.log.max_timestamp().unwrap_or((-1, -1)),
         ts => p
             .log
             .offset_for_timestamp(ts)
             .await
-            .map(|found| found.unwrap_or((-1, -1)))
-            .map_err(log_error),
-    }
+            .map_err(log_error)?
+            .unwrap_or((-1, -1)),
+    };
+    let leader_epoch = p.is_replicated().then(|| {
+        (offset >= 0)
+            .then(|| p.epoch_for_offset(offset))
+            .flatten()
+            .map_or(-1, |e| e.0)
+    });
+    Ok(OffsetAnswer {
+        offset,
+        timestamp,
+        leader_epoch,
+    })
 }
 
 /// DeleteRecords on the leader (Kafka's `deleteRecordsOnLeader`): offset -1 is the HW; an

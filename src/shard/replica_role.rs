@@ -177,6 +177,11 @@ impl Partition {
         !matches!(&*self.role.borrow(), ReplicaRole::Alone)
     }
 
+    /// The leader epoch of the batch holding `offset`, from the epoch cache.
+    pub fn epoch_for_offset(&self, offset: i64) -> Option<LeaderEpoch> {
+        self.epochs.borrow().epoch_for_offset(offset)
+    }
+
     /// The latest leader epoch in the log (a follower's `LastFetchedEpoch`).
     pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.epochs.borrow().latest_epoch()

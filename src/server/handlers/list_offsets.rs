@@ -36,25 +36,31 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         for p in &topic.partitions {
             let mut r = ListOffsetsPartitionResponse::default();
             r.partition_index = p.partition_index;
-            if req.version() >= 4 && p.timestamp != LATEST_TIERED_TIMESTAMP {
-                // The leader's epoch (one node: 0). A consumer validates its position with
-                // it after a leader change (KIP-320), so it must be the current one: with an
-                // older epoch the leader would report that epoch's end and the client would
-                // see a truncation that did not happen.
-                r.leader_epoch = req
-                    .shard
+            // The current leader epoch for latest (one node: 0): a consumer validates its
+            // position with it after a leader change (KIP-320), and with an older epoch the
+            // leader would report that epoch's end and the client would see a truncation
+            // that did not happen. Other answers carry their batch's epoch, as Kafka's do.
+            let current_epoch = || {
+                req.shard
                     .leader_hint(&topic.name.0, p.partition_index)
-                    .map_or(0, |h| h.leader_epoch);
-            }
+                    .map_or(0, |h| h.leader_epoch)
+            };
+            let with_epoch = req.version() >= 4 && p.timestamp != LATEST_TIERED_TIMESTAMP;
             match results.next() {
-                Some(PartitionResult::ListOffsets(Ok((offset, timestamp)))) => {
-                    r.offset = offset;
-                    r.timestamp = timestamp;
+                Some(PartitionResult::ListOffsets(Ok(answer))) => {
+                    r.offset = answer.offset;
+                    r.timestamp = answer.timestamp;
+                    if with_epoch {
+                        r.leader_epoch = answer.leader_epoch.unwrap_or_else(current_epoch);
+                    }
                 }
                 Some(PartitionResult::ListOffsets(Err(e))) => {
                     r.error_code = e.code;
                     r.offset = -1;
                     r.timestamp = -1;
+                    if with_epoch {
+                        r.leader_epoch = current_epoch();
+                    }
                 }
                 _ => r.error_code = ResponseError::UnknownServerError.code(),
             }
