@@ -43,6 +43,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
 
 /// Kafka's `log.flush.offset.checkpoint.interval.ms` default: 1 minute.
 pub const DEFAULT_CHECKPOINT_INTERVAL_MS: u64 = 60_000;
+/// Kafka's `replica.high.watermark.checkpoint.interval.ms` default: 5 seconds.
+pub const DEFAULT_HW_CHECKPOINT_INTERVAL_MS: u64 = 5000;
 /// Kafka's `connections.max.idle.ms` default: 10 minutes.
 pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: i64 = 600_000;
 /// `ringbroker.request.read.timeout.ms` unless set: Kafka clients give up on a request 30 s
@@ -114,6 +116,9 @@ pub struct BrokerConfig {
     /// `log.flush.offset.checkpoint.interval.ms`: how often every partition's recovery point
     /// and producer state are written (a roll writes them too).
     pub checkpoint_interval_ms: u64,
+    /// `replica.high.watermark.checkpoint.interval.ms`: how often a replicated partition's
+    /// HW is written when it moved, so a restarted broker serves consumers up to it at once.
+    pub hw_checkpoint_interval_ms: u64,
     /// `connections.max.idle.ms`: a connection with no request being read and none in flight
     /// for this long is closed; negative (Kafka: -1) never closes one.
     pub connections_max_idle_ms: i64,
@@ -185,6 +190,7 @@ impl Default for BrokerConfig {
             fsync_on_acks_all: false,
             tail_cache_bytes: crate::log::tail_cache::DEFAULT_SHARD_BUDGET,
             checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
+            hw_checkpoint_interval_ms: DEFAULT_HW_CHECKPOINT_INTERVAL_MS,
             connections_max_idle_ms: DEFAULT_CONNECTIONS_MAX_IDLE_MS,
             request_read_timeout_ms: DEFAULT_REQUEST_READ_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -534,6 +540,9 @@ impl BrokerConfig {
             }
             "log.flush.offset.checkpoint.interval.ms" => {
                 self.checkpoint_interval_ms = positive(value)? as u64
+            }
+            "replica.high.watermark.checkpoint.interval.ms" => {
+                self.hw_checkpoint_interval_ms = positive(value)? as u64
             }
             "connections.max.idle.ms" => {
                 // Kafka takes any value and a negative one disables the check; 0 would close

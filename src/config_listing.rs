@@ -160,6 +160,9 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         .cluster_property("replica.fetch.max.bytes")),
     prop!("replica.fetch.wait.max.ms", |c| c
         .cluster_property("replica.fetch.wait.max.ms")),
+    prop!("replica.high.watermark.checkpoint.interval.ms", |c| c
+        .hw_checkpoint_interval_ms
+        .to_string()),
     prop!("replica.lag.time.max.ms", |c| c
         .cluster_property("replica.lag.time.max.ms")),
     prop!("ringbroker.acks.all.fsync", |c| c

@@ -3,13 +3,14 @@
 //! a follower; a debugging client, replica id -2, may ask any replica), ListOffsets fenced by
 //! `current_leader_epoch`, DeleteRecords past the high watermark OFFSET_OUT_OF_RANGE, and
 //! the followers' log start following the leader's; after a failover, earliest carries the
-//! epoch of its batch and latest the new leader's. Every wait is a bounded number of polls;
+//! epoch of its batch and latest the new leader's; every replica checkpoints the HW it knows
+//! on `replica.high.watermark.checkpoint.interval.ms`. Every wait is a bounded number of polls;
 //! every process is stopped at the end (and by `Drop` on a failure).
 
 mod broker;
 
 use broker::cluster::{
-    broker_ids, free_ports, start_three, voters, wait_for, Node, MAX_POLLS, POLL,
+    broker_ids, free_ports, settings, start_node, voters, wait_for, Node, MAX_POLLS, POLL,
 };
 use broker::Client;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
@@ -56,7 +57,15 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
     let root = tempfile::tempdir().expect("tempdir");
     let ports = free_ports(6);
     let voters = voters(&ports);
-    let mut nodes = start_three(root.path(), &ports, &voters, None);
+    // High watermarks checkpointed often, so the test sees them written while the brokers run.
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| {
+            let id = i as i32 + 1;
+            let mut node_settings = settings(id, ports[i], ports[3 + i], &voters);
+            node_settings.push("replica.high.watermark.checkpoint.interval.ms=200".to_string());
+            start_node(root.path(), id, &node_settings)
+        })
+        .collect();
     wait_for(&nodes, &[0, 1, 2], "three live brokers", |m| {
         broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
     });
@@ -93,6 +102,18 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
         (NONE, 10),
         "acks=all: the HW passed the batch"
     );
+
+    // Every replica writes the HW it knows within the checkpoint interval, with no roll and
+    // no clean close (Kafka's replication-offset-checkpoint, every 5 s by default).
+    for node in &nodes {
+        let file = node
+            .data
+            .join(format!("{TOPIC}-0/recovery-point-offset-checkpoint"));
+        poll("the high watermark checkpointed on every replica", || {
+            let text = std::fs::read_to_string(&file).ok()?;
+            text.lines().any(|l| l == "high-watermark 10").then_some(())
+        });
+    }
 
     for &f in &followers {
         assert_eq!(

@@ -278,6 +278,18 @@ fn checkpoint_interval_defaults_to_kafkas_and_parses() {
         .is_err());
 }
 
+#[test]
+fn high_watermark_checkpoint_interval_defaults_to_kafkas_and_parses() {
+    let mut c = BrokerConfig::default();
+    assert_eq!(c.hw_checkpoint_interval_ms, 5000, "Kafka's default");
+    c.set("replica.high.watermark.checkpoint.interval.ms", "250")
+        .expect("valid");
+    assert_eq!(c.hw_checkpoint_interval_ms, 250);
+    assert!(c
+        .set("replica.high.watermark.checkpoint.interval.ms", "-1")
+        .is_err());
+}
+
 /// Kafka's KRaft names are accepted; the client listener is the first one that is not a
 /// controller listener, and the whole set reaches `controller::kraft_config`.
 #[test]

@@ -31,7 +31,7 @@ use crate::config::BrokerConfig;
 use crate::health::disk_space::{self, DiskSpaceWatch, DiskThresholds};
 use crate::runtime::{self, ShardContext, ShardsConfig, TcpListener};
 use crate::shard::messages::MeshMessage;
-use crate::shard::Shard;
+use crate::shard::{HousekeepingDue, Shard};
 use crate::util::shutdown::ShutdownSignal;
 
 #[derive(Debug, thiserror::Error)]
@@ -424,7 +424,10 @@ async fn shard_main(
             let mut schedule = housekeeping::Schedule::new(
                 Instant::now(),
                 disk_space::DISK_CHECK_INTERVAL,
-                Duration::from_millis(shard.config.checkpoint_interval_ms),
+                housekeeping::CheckpointIntervals {
+                    logs: Duration::from_millis(shard.config.checkpoint_interval_ms),
+                    high_watermarks: Duration::from_millis(shard.config.hw_checkpoint_interval_ms),
+                },
             );
             while !shutdown.is_triggered() {
                 let jobs = schedule.take_due(Instant::now());
@@ -433,9 +436,16 @@ async fn shard_main(
                         disk_space::check(watch, &shard.config.data_dir);
                     }
                 }
-                if jobs.flush || jobs.retention || jobs.checkpoint {
+                if jobs.flush || jobs.retention || jobs.checkpoint || jobs.hw_checkpoint {
                     shard
-                        .housekeeping(runtime::now_ms(), jobs.retention, jobs.checkpoint)
+                        .housekeeping(
+                            runtime::now_ms(),
+                            HousekeepingDue {
+                                retention: jobs.retention,
+                                checkpoint: jobs.checkpoint,
+                                hw_checkpoint: jobs.hw_checkpoint,
+                            },
+                        )
                         .await;
                     crate::health::slow_fsync::flush();
                 }
@@ -443,8 +453,11 @@ async fn shard_main(
                 // flush check; otherwise the shard sleeps until its next real job.
                 let wait = schedule.wait(
                     Instant::now(),
-                    shard.has_flush_policy(),
-                    disk_watch.is_some(),
+                    housekeeping::OptionalJobs {
+                        flush_checks: shard.has_flush_policy(),
+                        disk_checks: disk_watch.is_some(),
+                        hw_checkpoints: shard.has_replicated_partitions(),
+                    },
                 );
                 futures_lite::future::or(runtime::sleep(wait), shutdown.wait()).await;
             }

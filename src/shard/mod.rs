@@ -55,6 +55,15 @@ use offline::{OfflineNotice, OfflinePartition};
 use partition::Partition;
 use recovery_summary::RecoverySummary;
 
+/// Which of a shard's periodic jobs are due (`Shard::housekeeping`; flush policies are
+/// checked every time).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HousekeepingDue {
+    pub retention: bool,
+    pub checkpoint: bool,
+    pub hw_checkpoint: bool,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
     #[error(transparent)]
@@ -549,12 +558,12 @@ impl Shard {
     }
 
     /// Periodic work: flush.ms, retention and checkpoints of every owned log.
-    pub async fn housekeeping(
-        self: &Rc<Self>,
-        now_ms: i64,
-        retention_due: bool,
-        checkpoint_due: bool,
-    ) {
+    pub async fn housekeeping(self: &Rc<Self>, now_ms: i64, due: HousekeepingDue) {
+        let HousekeepingDue {
+            retention: retention_due,
+            checkpoint: checkpoint_due,
+            hw_checkpoint: hw_checkpoint_due,
+        } = due;
         if retention_due {
             self.compact_group_partitions().await;
         }
@@ -577,9 +586,20 @@ impl Shard {
                 if let Err(e) = p.producers.snapshot(&p.log).await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot failed");
                 }
+            } else if hw_checkpoint_due && p.note_high_watermark() {
+                // Only the HW moved since the last checkpoint: Kafka writes it every 5 s,
+                // so a restarted broker serves consumers up to it without waiting.
+                if let Err(e) = p.log.checkpoint().await {
+                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "high watermark checkpoint failed");
+                }
             }
             self.offline_if_failed(&p).await;
         }
+    }
+
+    /// Whether an owned partition is replicated (its HW is checkpointed on its own interval).
+    pub fn has_replicated_partitions(&self) -> bool {
+        self.partitions.borrow().values().any(|p| p.is_replicated())
     }
 
     /// Whether an owned partition flushes by count or age (`log.flush.interval.messages|ms`),

@@ -165,11 +165,16 @@ impl Partition {
         }
     }
 
-    /// Hands a replicated partition's HW to its log for the next checkpoint.
-    pub fn note_high_watermark(&self) {
-        if self.is_replicated() {
-            self.log.note_high_watermark(self.high_watermark());
+    /// Hands a replicated partition's HW to its log for the next checkpoint; whether it
+    /// moved since it was last handed over.
+    pub fn note_high_watermark(&self) -> bool {
+        if !self.is_replicated() {
+            return false;
         }
+        let hw = self.high_watermark();
+        let moved = self.log.checkpointed_high_watermark() != Some(hw);
+        self.log.note_high_watermark(hw);
+        moved
     }
 
     /// Whether the partition is replicated (cluster mode) rather than a single node's.

@@ -269,6 +269,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "How often each partition's recovery point and producer state are written (also at every roll).",
         ),
         (
+            "replica.high.watermark.checkpoint.interval.ms",
+            c.hw_checkpoint_interval_ms.to_string(),
+            TYPE_LONG,
+            "How often a replicated partition's high watermark is written, when it moved.",
+        ),
+        (
             "connections.max.idle.ms",
             c.connections_max_idle_ms.to_string(),
             TYPE_LONG,
