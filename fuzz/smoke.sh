@@ -13,8 +13,10 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-12}
 TOOLCHAIN=${FUZZ_TOOLCHAIN:-nightly}
 # Build flags for `cargo fuzz build` and `run` (they must match, or `run` rebuilds). CI uses
-# `--sanitizer none`: coverage-guided all the same, and the build is much cheaper than with
-# AddressSanitizer, which the long runs in fuzz/README.md keep.
+# `--sanitizer none --dev`: coverage-guided all the same, with overflow checks, and a clean
+# build takes 2 min 40 s instead of 7 min (optimized, 2 cores); it executes 5-25x fewer inputs
+# in its 12 s per target, which a smoke run can spare. The long runs in fuzz/README.md keep
+# optimizations and AddressSanitizer.
 read -r -a BUILD_FLAGS <<<"${FUZZ_BUILD_FLAGS:-}"
 # Memory: the broker's alloc_guard turns wire-sized allocations of >= 1 GiB into lazy mappings
 # that libFuzzer's malloc hooks never see, so no limit is needed for them; a plain malloc of
