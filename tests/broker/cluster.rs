@@ -123,7 +123,7 @@ pub fn spawn(
                 }
             }
             Err(_) => {
-                let stacks = super::backtraces(child.id() as i32);
+                let stacks = super::diagnostics::backtraces(child.id() as i32);
                 let _ = child.kill();
                 let status = child.wait().ok();
                 return Err(format!(
