@@ -783,6 +783,7 @@ fn flatten(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>
     }
 }
 
+mod property_kind;
 pub mod topic_properties;
 pub use topic_properties::{topic_log_config, topic_property_value, TOPIC_PROPERTIES};
 
