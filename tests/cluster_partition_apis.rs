@@ -10,7 +10,7 @@
 mod broker;
 
 use broker::cluster::{
-    broker_ids, free_ports, settings, start_node, voters, wait_for, Node, MAX_POLLS, POLL,
+    broker_ids, free_ports, start_three_with, voters, wait_for, Node, MAX_POLLS, POLL,
 };
 use broker::Client;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
@@ -58,14 +58,13 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
     let ports = free_ports(6);
     let voters = voters(&ports);
     // High watermarks checkpointed often, so the test sees them written while the brokers run.
-    let mut nodes: Vec<Node> = (0..3)
-        .map(|i| {
-            let id = i as i32 + 1;
-            let mut node_settings = settings(id, ports[i], ports[3 + i], &voters);
-            node_settings.push("replica.high.watermark.checkpoint.interval.ms=200".to_string());
-            start_node(root.path(), id, &node_settings)
-        })
-        .collect();
+    let mut nodes = start_three_with(
+        root.path(),
+        &ports,
+        &voters,
+        None,
+        &["replica.high.watermark.checkpoint.interval.ms=200"],
+    );
     wait_for(&nodes, &[0, 1, 2], "three live brokers", |m| {
         broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
     });

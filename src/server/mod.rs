@@ -12,7 +12,6 @@ pub mod connection;
 pub mod connection_limits;
 mod connection_timeouts;
 pub mod handlers;
-mod housekeeping;
 mod refusal_log;
 mod response_writer;
 mod startup_log;
@@ -30,8 +29,9 @@ use self::startup_log::StartupInfo;
 use crate::config::BrokerConfig;
 use crate::health::disk_space::{self, DiskSpaceWatch, DiskThresholds};
 use crate::runtime::{self, ShardContext, ShardsConfig, TcpListener};
+use crate::shard::housekeeping;
 use crate::shard::messages::MeshMessage;
-use crate::shard::{HousekeepingDue, Shard};
+use crate::shard::Shard;
 use crate::util::shutdown::ShutdownSignal;
 
 #[derive(Debug, thiserror::Error)]
@@ -437,16 +437,7 @@ async fn shard_main(
                     }
                 }
                 if jobs.flush || jobs.retention || jobs.checkpoint || jobs.hw_checkpoint {
-                    shard
-                        .housekeeping(
-                            runtime::now_ms(),
-                            HousekeepingDue {
-                                retention: jobs.retention,
-                                checkpoint: jobs.checkpoint,
-                                hw_checkpoint: jobs.hw_checkpoint,
-                            },
-                        )
-                        .await;
+                    shard.housekeeping(runtime::now_ms(), jobs).await;
                     crate::health::slow_fsync::flush();
                 }
                 // Only partitions with a flush policy (log.flush.interval.*) need the frequent

@@ -13,6 +13,7 @@ pub mod fetch_budget;
 pub mod fetch_session;
 pub mod group_service;
 pub mod groups;
+pub mod housekeeping;
 pub mod messages;
 pub mod metadata;
 pub mod metadata_store;
@@ -54,15 +55,6 @@ use metadata::ClusterMetadata;
 use offline::{OfflineNotice, OfflinePartition};
 use partition::Partition;
 use recovery_summary::RecoverySummary;
-
-/// Which of a shard's periodic jobs are due (`Shard::housekeeping`; flush policies are
-/// checked every time).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct HousekeepingDue {
-    pub retention: bool,
-    pub checkpoint: bool,
-    pub hw_checkpoint: bool,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
@@ -557,13 +549,15 @@ impl Shard {
         self.load_group_partitions().await;
     }
 
-    /// Periodic work: flush.ms, retention and checkpoints of every owned log.
-    pub async fn housekeeping(self: &Rc<Self>, now_ms: i64, due: HousekeepingDue) {
-        let HousekeepingDue {
+    /// Periodic work: flush.ms (checked every time), and of the `jobs` due retention and
+    /// checkpoints of every owned log.
+    pub async fn housekeeping(self: &Rc<Self>, now_ms: i64, jobs: housekeeping::Jobs) {
+        let housekeeping::Jobs {
             retention: retention_due,
             checkpoint: checkpoint_due,
             hw_checkpoint: hw_checkpoint_due,
-        } = due;
+            ..
+        } = jobs;
         if retention_due {
             self.compact_group_partitions().await;
         }

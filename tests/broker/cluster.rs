@@ -163,11 +163,24 @@ pub fn voters(ports: &[u16]) -> String {
 
 /// Nodes 1, 2 and 3, node i+1 on `ports[i]` (node 1 also serving metrics on `metrics`).
 pub fn start_three(root: &Path, ports: &[u16], voters: &str, metrics: Option<u16>) -> Vec<Node> {
+    start_three_with(root, ports, voters, metrics, &[])
+}
+
+/// [`start_three`] with `extra` settings on every node.
+pub fn start_three_with(
+    root: &Path,
+    ports: &[u16],
+    voters: &str,
+    metrics: Option<u16>,
+    extra: &[&str],
+) -> Vec<Node> {
     (0..3)
         .map(|i| {
             let id = i as i32 + 1;
             let metrics = metrics.filter(|_| i == 0);
-            let node_settings = settings_with_metrics(id, ports[i], ports[3 + i], voters, metrics);
+            let mut node_settings =
+                settings_with_metrics(id, ports[i], ports[3 + i], voters, metrics);
+            node_settings.extend(extra.iter().map(|s| s.to_string()));
             start_node(root, id, &node_settings)
         })
         .collect()
