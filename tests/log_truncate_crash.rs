@@ -15,6 +15,9 @@ use ringbroker::log::{Log, LogConfig};
 use ringbroker::runtime::block_on;
 use ringbroker::runtime::fault::{FaultScope, PowerLoss};
 
+/// Far above a run's milliseconds: only a hang reaches it.
+const HANG_BOUND: std::time::Duration = std::time::Duration::from_secs(120);
+
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 4096,
@@ -68,15 +71,37 @@ fn run_with(
         };
         // Bounded, and paced by the timer: a busy yield loop overflowed glommio's waker
         // count while the truncation waited for its I/O. After the crash every write fails.
+        let stage = std::cell::Cell::new("not started");
         let checkpoints = async {
             for _ in 0..10_000 {
-                if done.get() || log.checkpoint().await.is_err() {
+                if done.get() {
                     break;
                 }
+                stage.set("writing a checkpoint");
+                if log.checkpoint().await.is_err() {
+                    break;
+                }
+                stage.set("sleeping");
                 ringbroker::runtime::sleep(std::time::Duration::from_micros(100)).await;
             }
+            stage.set("finished");
         };
-        let (result, ()) = futures_lite::future::zip(truncation, checkpoints).await;
+        // A hang (seen once in CI: the executor asleep, neither side ever woken) fails the
+        // run with what each side was doing instead of stalling the suite.
+        let both = async { Some(futures_lite::future::zip(truncation, checkpoints).await) };
+        let bound = async {
+            ringbroker::runtime::sleep(HANG_BOUND).await;
+            None
+        };
+        let Some((result, ())) = futures_lite::future::or(both, bound).await else {
+            panic!(
+                "seed {seed}, crash at operation {crash_at} (power loss: {power}, checkpoints \
+                 meanwhile: {checkpoints_meanwhile}): not finished within {HANG_BOUND:?}; \
+                 truncation returned: {}, checkpoint loop: {}",
+                done.get(),
+                stage.get()
+            );
+        };
         let completed = result.is_ok() && !scope.crashed();
         scope.crash();
         (old_end, target, completed)
