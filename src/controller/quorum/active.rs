@@ -24,7 +24,9 @@ use crate::runtime::{self, LocalReceiver};
 use crate::util::shutdown::ShutdownSignal;
 use uuid::Uuid;
 
-/// Runs until `shutdown`. `tick` is how often sessions are checked.
+/// Runs until `shutdown`. `tick` is how often sessions are checked: on a deadline of its
+/// own, not after `tick` of silence, so brokers heartbeating more often than `tick` cannot
+/// keep a silent broker from being fenced.
 pub async fn run(
     node: Rc<QuorumNode>,
     calls: LocalReceiver<BrokerCall>,
@@ -35,12 +37,14 @@ pub async fn run(
     let clock = Instant::now();
     let now_ms = || clock.elapsed().as_millis() as u64;
     let mut active: Option<(u64, ActiveController)> = None;
+    let mut next_tick = Instant::now() + tick;
     while !shutdown.is_triggered() {
-        let call = futures_lite::future::or(
+        let until_tick = next_tick.saturating_duration_since(Instant::now());
+        let woke = futures_lite::future::or(
             async { calls.recv().await.map(Some) },
             futures_lite::future::or(
                 async {
-                    runtime::sleep(tick).await;
+                    runtime::sleep(until_tick).await;
                     Some(None)
                 },
                 async {
@@ -50,7 +54,7 @@ pub async fn run(
             ),
         )
         .await;
-        let Some(call) = call else { return };
+        let Some(woke) = woke else { return };
         let status = node.status();
         if !status.is_leader {
             active = None;
@@ -58,31 +62,36 @@ pub async fn run(
             tracing::info!(term = status.term, "this node is the active controller");
             active = Some((status.term, ActiveController::new(config.clone(), now_ms())));
         }
-        match (call, active.as_mut()) {
-            (Some((_, reply)), None) => reply.send(ControllerResponse::NotController {
-                leader: status.leader,
-            }),
-            (Some((request, reply)), Some((_, controller))) => {
-                // Shutdown does not wait for a proposal that cannot commit (no quorum).
-                let response =
-                    futures_lite::future::or(answer(&node, controller, request, now_ms()), async {
-                        shutdown.wait().await;
-                        ControllerResponse::NotController { leader: None }
-                    })
-                    .await;
-                reply.send(response);
-            }
-            (None, Some((_, controller))) => {
-                let records = controller.tick(&node.view().get(), now_ms());
-                futures_lite::future::or(
-                    async {
-                        propose(&node, records).await;
-                    },
-                    shutdown.wait(),
-                )
+        // `None`: woken by the session check's deadline.
+        if let Some((request, reply)) = woke {
+            let Some((_, controller)) = active.as_mut() else {
+                reply.send(ControllerResponse::NotController {
+                    leader: status.leader,
+                });
+                continue;
+            };
+            // Shutdown does not wait for a proposal that cannot commit (no quorum).
+            let response =
+                futures_lite::future::or(answer(&node, controller, request, now_ms()), async {
+                    shutdown.wait().await;
+                    ControllerResponse::NotController { leader: None }
+                })
                 .await;
-            }
-            (None, None) => {}
+            reply.send(response);
+        }
+        if Instant::now() < next_tick {
+            continue;
+        }
+        next_tick = Instant::now() + tick;
+        if let Some((_, controller)) = active.as_mut() {
+            let records = controller.tick(&node.view().get(), now_ms());
+            futures_lite::future::or(
+                async {
+                    propose(&node, records).await;
+                },
+                shutdown.wait(),
+            )
+            .await;
         }
     }
 }

@@ -27,6 +27,8 @@ pub mod status;
 pub mod wire;
 
 #[cfg(test)]
+mod active_tests;
+#[cfg(test)]
 mod cluster_tests;
 #[cfg(test)]
 mod log_store_tests;
