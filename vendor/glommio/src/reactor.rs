@@ -306,7 +306,10 @@ impl Reactor {
 
     pub(crate) fn add_shared_channel_connection_waker(&self, waker: Waker) {
         let mut channels = self.shared_channels.borrow_mut();
-        channels.connection_wakers.push(waker);
+        // ringbroker patch: one entry per task, not one per poll (see `Source::add_waiter_many`).
+        if !channels.connection_wakers.iter().any(|w| w.will_wake(&waker)) {
+            channels.connection_wakers.push(waker);
+        }
     }
 
     pub(crate) fn add_shared_channel_waker(&self, id: u64, waker: Waker) {
@@ -316,7 +319,10 @@ impl Reactor {
             .entry(id)
             .or_insert_with(|| (SmallVec::new(), None));
 
-        map.0.push(waker);
+        // ringbroker patch: one entry per task, not one per poll (see `Source::add_waiter_many`).
+        if !map.0.iter().any(|w| w.will_wake(&waker)) {
+            map.0.push(waker);
+        }
     }
 
     pub(crate) fn alloc_dma_buffer(&self, size: usize) -> DmaBuffer {

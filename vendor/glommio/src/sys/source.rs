@@ -284,7 +284,13 @@ impl Source {
     // adds a waiter to the list. Useful for streams that have many futures waiting
     // on a single I/O source
     pub(crate) fn add_waiter_many(&self, waker: Waker) {
-        self.inner.borrow_mut().wakers.waiters.push(waker)
+        // ringbroker patch: a task polled again while the I/O is pending (a sibling future in
+        // a `join`/`select` woke it) is already listed; one clone per poll overflowed the
+        // task's i16 waker count and, inside a reactor wake, stranded the task for ever.
+        let waiters = &mut self.inner.borrow_mut().wakers.waiters;
+        if !waiters.iter().any(|w| w.will_wake(&waker)) {
+            waiters.push(waker)
+        }
     }
 
     pub(super) fn is_installed(&self) -> Option<bool> {
