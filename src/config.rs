@@ -461,6 +461,7 @@ impl BrokerConfig {
             | "default.replication.factor"
             | "offsets.topic.replication.factor"
             | "replica.fetch.max.bytes"
+            | "replica.fetch.response.max.bytes"
             | "replica.fetch.wait.max.ms"
             | "replica.lag.time.max.ms" => {
                 positive(value)?;
@@ -641,6 +642,7 @@ pub const CLUSTER_PROPERTY_DEFAULTS: &[(&str, &str)] = &[
     ("offsets.topic.replication.factor", "3"),
     ("process.roles", ""),
     ("replica.fetch.max.bytes", "1048576"),
+    ("replica.fetch.response.max.bytes", "10485760"),
     ("replica.fetch.wait.max.ms", "500"),
     ("replica.lag.time.max.ms", "30000"),
 ];

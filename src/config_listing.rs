@@ -158,6 +158,8 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("queued.max.request.bytes", |c| c.queued_max_request_bytes()),
     prop!("replica.fetch.max.bytes", |c| c
         .cluster_property("replica.fetch.max.bytes")),
+    prop!("replica.fetch.response.max.bytes", |c| c
+        .cluster_property("replica.fetch.response.max.bytes")),
     prop!("replica.fetch.wait.max.ms", |c| c
         .cluster_property("replica.fetch.wait.max.ms")),
     prop!("replica.high.watermark.checkpoint.interval.ms", |c| c

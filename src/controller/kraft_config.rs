@@ -58,6 +58,9 @@ pub struct KraftConfig {
     pub replica_fetch_wait_max_ms: u64,
     /// `replica.fetch.max.bytes`: per partition of a follower's fetch.
     pub replica_fetch_max_bytes: u64,
+    /// `replica.fetch.response.max.bytes`: a follower's whole fetch, so what one shard has
+    /// in flight from its leaders is at most this times the brokers it follows.
+    pub replica_fetch_response_max_bytes: u64,
     /// `offsets.topic.replication.factor` (capped by the live brokers at creation).
     pub offsets_topic_replication_factor: i32,
 }
@@ -324,6 +327,11 @@ impl KraftConfig {
                 "replica.fetch.max.bytes",
                 props.get("replica.fetch.max.bytes"),
                 1 << 20,
+            )?,
+            replica_fetch_response_max_bytes: positive_u64(
+                "replica.fetch.response.max.bytes",
+                props.get("replica.fetch.response.max.bytes"),
+                10 << 20,
             )?,
             offsets_topic_replication_factor: positive_u64(
                 "offsets.topic.replication.factor",

@@ -56,6 +56,14 @@ fn the_issue_example_parses_with_kafkas_defaults() {
     assert_eq!(c.session_timeout_ms, 9_000);
     assert_eq!(c.election_timeout_ms, 1_000);
     assert_eq!(c.default_replication_factor, 1);
+    assert_eq!(
+        (
+            c.replica_fetch_max_bytes,
+            c.replica_fetch_response_max_bytes
+        ),
+        (1 << 20, 10 << 20),
+        "Kafka's defaults"
+    );
     assert_eq!((c.cluster_id.clone(), c.rack.clone()), (None, None));
 }
 
@@ -71,6 +79,7 @@ fn a_broker_only_node() {
         ("broker.session.timeout.ms", "3000"),
         ("broker.heartbeat.interval.ms", "500"),
         ("default.replication.factor", "3"),
+        ("replica.fetch.response.max.bytes", "65536"),
     ]);
     let c = KraftConfig::from_properties(&p)
         .expect("valid")
@@ -87,6 +96,7 @@ fn a_broker_only_node() {
     assert_eq!(c.cluster_id.as_deref(), Some("J8qXRwI-Qyi2G0guFTiuYw"));
     assert_eq!((c.session_timeout_ms, c.heartbeat_interval_ms), (3000, 500));
     assert_eq!(c.default_replication_factor, 3);
+    assert_eq!(c.replica_fetch_response_max_bytes, 65536);
     assert!(c.own_voter().is_none());
 }
 
@@ -181,6 +191,11 @@ fn inconsistent_settings_are_refused() {
         (
             "timeouts are positive",
             &[("broker.session.timeout.ms", "0")],
+            "1",
+        ),
+        (
+            "fetch sizes are positive",
+            &[("replica.fetch.response.max.bytes", "0")],
             "1",
         ),
         (

@@ -328,6 +328,7 @@ pub fn start_replication(setup: &ClusterSetup, shard: &Rc<Shard>) -> Result<(), 
         replica_lag_time_max_ms: kraft.replica_lag_time_max_ms,
         replica_fetch_wait_max_ms: kraft.replica_fetch_wait_max_ms,
         replica_fetch_max_bytes: kraft.replica_fetch_max_bytes,
+        replica_fetch_response_max_bytes: kraft.replica_fetch_response_max_bytes,
     };
     let manager = Rc::new(ReplicaManager::new(
         kraft.node_id,

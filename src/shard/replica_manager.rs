@@ -59,6 +59,8 @@ pub struct ReplicaSettings {
     pub replica_lag_time_max_ms: u64,
     pub replica_fetch_wait_max_ms: u64,
     pub replica_fetch_max_bytes: u64,
+    /// `replica.fetch.response.max.bytes`
+    pub replica_fetch_response_max_bytes: u64,
 }
 
 pub struct ReplicaManager {
@@ -447,7 +449,10 @@ fn fetch_request(
     request.replica_id = WireBrokerId(manager.me.0);
     request.max_wait_ms = manager.settings.replica_fetch_wait_max_ms as i32;
     request.min_bytes = 1;
-    request.max_bytes = 10 << 20;
+    request.max_bytes = manager
+        .settings
+        .replica_fetch_response_max_bytes
+        .min(i32::MAX as u64) as i32;
     request.isolation_level = 0;
     request.session_id = 0;
     request.session_epoch = -1;

@@ -466,6 +466,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Bytes a follower asks for per partition in one fetch.",
         ),
         (
+            "replica.fetch.response.max.bytes",
+            TYPE_INT,
+            "Bytes a follower asks for in one fetch, all partitions together (the first \
+             batch comes even when larger).",
+        ),
+        (
             "replica.fetch.wait.max.ms",
             TYPE_INT,
             "How long a follower's fetch waits at the leader for new data.",
