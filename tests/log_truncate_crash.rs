@@ -127,6 +127,30 @@ fn run_with(
     (old_end, end, completed, cut_end)
 }
 
+/// Runs `run` on a thread of its own and waits from outside: a task stranded by the runtime
+/// (its executor asleep with nothing pending) would never see a timer of its own fire.
+fn on_a_thread_bounded<T: Send + 'static>(
+    what: String,
+    run: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(run());
+    });
+    match done_rx.recv_timeout(HANG_BOUND * 2) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("{what}: the run panicked (see its message above)")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!(
+                "{what}: its executor never finished within {:?}",
+                HANG_BOUND * 2
+            )
+        }
+    }
+}
+
 #[test]
 fn a_crash_anywhere_in_a_truncation_leaves_the_whole_log_or_the_truncated_one() {
     crash_anywhere(false);
@@ -148,8 +172,10 @@ fn crash_anywhere(checkpoints_meanwhile: bool) {
             let tmp = tempfile::tempdir().expect("tempdir");
             let scope = FaultScope::install(tmp.path());
             let dir = tmp.path().join("t-0");
-            let (old_end, end, completed, cut_end) =
-                run_with(&dir, &scope, 7, crash_at, power, checkpoints_meanwhile);
+            let (old_end, end, completed, cut_end) = on_a_thread_bounded(
+                format!("crash at operation {crash_at} (power loss: {power})"),
+                move || run_with(&dir, &scope, 7, crash_at, power, checkpoints_meanwhile),
+            );
             assert!(
                 end == old_end || end == cut_end,
                 "crash at operation {crash_at} of the truncation (power loss: {power}): the log ends at {end}, neither the whole log ({old_end}) nor the truncated one ({cut_end})"
