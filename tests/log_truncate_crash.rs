@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{opts, seq_batch, verify_log, XorShift};
+use common::{on_a_thread_bounded, opts, seq_batch, verify_log, XorShift};
 use ringbroker::log::{Log, LogConfig};
 use ringbroker::runtime::block_on;
 use ringbroker::runtime::fault::{FaultScope, PowerLoss};
@@ -127,30 +127,6 @@ fn run_with(
     (old_end, end, completed, cut_end)
 }
 
-/// Runs `run` on a thread of its own and waits from outside: a task stranded by the runtime
-/// (its executor asleep with nothing pending) would never see a timer of its own fire.
-fn on_a_thread_bounded<T: Send + 'static>(
-    what: String,
-    run: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(run());
-    });
-    match done_rx.recv_timeout(HANG_BOUND * 2) {
-        Ok(result) => result,
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            panic!("{what}: the run panicked (see its message above)")
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            panic!(
-                "{what}: its executor never finished within {:?}",
-                HANG_BOUND * 2
-            )
-        }
-    }
-}
-
 #[test]
 fn a_crash_anywhere_in_a_truncation_leaves_the_whole_log_or_the_truncated_one() {
     crash_anywhere(false);
@@ -173,7 +149,8 @@ fn crash_anywhere(checkpoints_meanwhile: bool) {
             let scope = FaultScope::install(tmp.path());
             let dir = tmp.path().join("t-0");
             let (old_end, end, completed, cut_end) = on_a_thread_bounded(
-                format!("crash at operation {crash_at} (power loss: {power})"),
+                &format!("crash at operation {crash_at} (power loss: {power})"),
+                HANG_BOUND * 2,
                 move || run_with(&dir, &scope, 7, crash_at, power, checkpoints_meanwhile),
             );
             assert!(

@@ -7,9 +7,12 @@
 //! The run is on a thread of its own, waited for from outside: a timer inside the stranded
 //! task could not fire.
 
+mod common;
+
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::on_a_thread_bounded;
 use ringbroker::runtime;
 
 /// Far more polls than the `i16` count allows (32,767).
@@ -18,29 +21,13 @@ const POLLS: usize = 40_000;
 /// Far above a run's time (well under a second of CPU): only a stranded task reaches it.
 const HANG_BOUND: Duration = Duration::from_secs(120);
 
-fn run_bounded(name: &str, body: impl FnOnce() -> bool + Send + 'static) {
-    let (done_tx, done_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(body());
-    });
-    match done_rx.recv_timeout(HANG_BOUND) {
-        Ok(finished) => assert!(finished, "{name}: the run did not finish its work"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            panic!("{name}: the run panicked (see its message above)")
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!(
-            "{name}: stranded: not finished within {HANG_BOUND:?} (a pending operation's waiter list overflowed the task's waker count)"
-        ),
-    }
-}
-
 /// Holds a blocking-pool operation pending while `sibling`, in the same task, runs; the
 /// operation is released when the sibling is done.
 fn hold_pending_while<F: std::future::Future<Output = ()> + 'static>(
     name: &'static str,
     sibling: fn() -> F,
 ) {
-    run_bounded(name, move || {
+    let finished = on_a_thread_bounded(name, HANG_BOUND, move || {
         runtime::block_on(async move {
             let (release_tx, release_rx) = mpsc::channel::<()>();
             let held = runtime::spawn_blocking(move || release_rx.recv().is_ok());
@@ -53,6 +40,7 @@ fn hold_pending_while<F: std::future::Future<Output = ()> + 'static>(
         })
         .unwrap_or(false)
     });
+    assert!(finished, "{name}: the run did not finish its work");
 }
 
 /// The sibling wakes the task on a timer 40,000 times.

@@ -283,3 +283,26 @@ pub async fn last_seq(log: &Log) -> Option<u64> {
     let last = recs.last().expect("a record");
     Some(decode_value(last.value.as_deref().expect("a value")).expect("a sequence number"))
 }
+
+/// Runs `run` on a thread of its own and waits for it from outside, at most `bound`: a task
+/// stranded by the runtime (its executor asleep with nothing pending) never sees a timer of
+/// its own fire, so only a waiter on another thread can end such a hang.
+pub fn on_a_thread_bounded<T: Send + 'static>(
+    what: &str,
+    bound: std::time::Duration,
+    run: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(run());
+    });
+    match done_rx.recv_timeout(bound) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("{what}: the run panicked (see its message above)")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: stranded: its executor did not finish within {bound:?}")
+        }
+    }
+}
