@@ -10,12 +10,10 @@
 mod broker;
 
 use broker::cluster::{
-    broker_ids, free_ports, start_three_with, voters, wait_for, Node, MAX_POLLS, POLL,
+    broker_ids, free_ports, start_three_with, topic_partitions, voters, wait_for, Node, MAX_POLLS,
+    POLL,
 };
 use broker::Client;
-use kafka_protocol::messages::metadata_request::MetadataRequest;
-use kafka_protocol::messages::metadata_response::MetadataResponse;
-use kafka_protocol::messages::ApiKey;
 
 const TOPIC: &str = "apis";
 const LATEST: i64 = -1;
@@ -29,15 +27,8 @@ const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
 /// (leader, leader epoch, ISR size) of the topic's partition 0 as `node` tells it.
 fn partition_state(node: &Node) -> Option<(i32, i32, usize)> {
-    std::net::TcpStream::connect_timeout(&node.addr, POLL).ok()?;
-    let mut all_topics = MetadataRequest::default();
-    all_topics.topics = None;
-    let m: MetadataResponse = Client::connect(node.addr).call(ApiKey::Metadata, 12, &all_topics);
-    let t = m
-        .topics
-        .iter()
-        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == TOPIC))?;
-    let p = t.partitions.iter().find(|p| p.partition_index == 0)?;
+    let partitions = topic_partitions(node, TOPIC)?;
+    let p = partitions.iter().find(|p| p.partition_index == 0)?;
     Some((p.leader_id.0, p.leader_epoch, p.isr_nodes.len()))
 }
 

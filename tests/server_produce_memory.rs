@@ -22,6 +22,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use ringbroker::protocol::batch_builder::BatchBuilder;
 
+use broker::metrics::{scrape, sum};
 use broker::{topic_name, Broker, WAIT};
 
 const TOPIC: &str = "pressure";
@@ -147,27 +148,6 @@ fn run_producer(addr: SocketAddr, producer: usize, requests: usize) -> usize {
             .unwrap_or_else(|e| panic!("producer {producer}: request {i} not taken: {e}"));
     }
     answers.join().expect("reader thread")
-}
-
-/// The broker's Prometheus text.
-fn scrape(addr: SocketAddr) -> String {
-    let mut stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to metrics");
-    stream.set_read_timeout(Some(WAIT)).expect("timeout");
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
-        .expect("scrape");
-    let mut text = String::new();
-    stream.read_to_string(&mut text).expect("metrics");
-    text
-}
-
-/// The sum of a metric over its series whose labels contain `labels` (e.g. `topic="t"`).
-fn sum(text: &str, name: &str, labels: &str) -> f64 {
-    let prefix = format!("{name}{{");
-    text.lines()
-        .filter(|l| l.starts_with(&prefix) && l.contains(labels))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
 }
 
 fn metric(addr: SocketAddr, name: &str) -> f64 {

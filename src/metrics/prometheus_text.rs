@@ -215,6 +215,22 @@ pub fn render(shards: &[ShardMetrics]) -> String {
     ];
     out.per_shard(shards, &connections);
 
+    let replica_fetches: [(&str, &str, &str, ShardValue); 2] = [
+        (
+            "ringbroker_replica_fetch_partitions_local_total",
+            "counter",
+            "Partitions of followers' fetches read on the shard that received the fetch.",
+            |s| s.registry.replica_fetch_local as f64,
+        ),
+        (
+            "ringbroker_replica_fetch_partitions_forwarded_total",
+            "counter",
+            "Partitions of followers' fetches read on another shard than the one that received the fetch (a mesh hop; replication connections are steered to avoid it).",
+            |s| s.registry.replica_fetch_forwarded as f64,
+        ),
+    ];
+    out.per_shard(shards, &replica_fetches);
+
     let produce_memory: [(&str, &str, &str, ShardValue); 7] = [
         (
             "ringbroker_produce_memory_bytes",

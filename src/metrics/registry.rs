@@ -104,6 +104,10 @@ pub struct Registry {
     pub unknown_api_requests: u64,
     pub connections_accepted: u64,
     pub connections_closed: u64,
+    /// Partitions of followers' fetches received here and read here.
+    pub replica_fetch_local: u64,
+    /// Partitions of followers' fetches received here and read on another shard (a hop).
+    pub replica_fetch_forwarded: u64,
 }
 
 impl Default for Registry {
@@ -120,6 +124,8 @@ impl Registry {
             unknown_api_requests: 0,
             connections_accepted: 0,
             connections_closed: 0,
+            replica_fetch_local: 0,
+            replica_fetch_forwarded: 0,
         }
     }
 
@@ -198,6 +204,8 @@ impl Registry {
         self.unknown_api_requests += other.unknown_api_requests;
         self.connections_accepted += other.connections_accepted;
         self.connections_closed += other.connections_closed;
+        self.replica_fetch_local += other.replica_fetch_local;
+        self.replica_fetch_forwarded += other.replica_fetch_forwarded;
     }
 }
 
@@ -253,6 +261,18 @@ pub fn connection_accepted() {
 
 pub fn connection_closed() {
     with_registry(|r| r.connections_closed += 1);
+}
+
+/// `partitions` of a follower's fetch were read on this shard (`local`) or sent to another.
+pub fn record_replica_fetch(local: bool, partitions: usize) {
+    with_registry(|r| {
+        let n = partitions as u64;
+        if local {
+            r.replica_fetch_local += n;
+        } else {
+            r.replica_fetch_forwarded += n;
+        }
+    });
 }
 
 /// A copy of this shard's registry.

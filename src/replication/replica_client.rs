@@ -53,12 +53,16 @@ pub struct ReplicaClient {
 }
 
 impl ReplicaClient {
+    /// Connects from a local port that steers the connection to leader shard `shard` of
+    /// `shards` (the follower's own shard and count: slots place a partition on the same
+    /// shard of every broker running the same count).
     pub async fn connect(
         addr: SocketAddr,
         client_id: &str,
+        (shard, shards): (usize, usize),
         timeout: Duration,
     ) -> Result<ReplicaClient, ReplicaClientError> {
-        let stream = runtime::connect(addr, timeout)
+        let stream = runtime::port_steering::connect_steered(addr, shard, shards, timeout)
             .await
             .map_err(|source| ReplicaClientError::Connect { addr, source })?;
         Ok(ReplicaClient {

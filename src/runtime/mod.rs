@@ -16,6 +16,7 @@
 mod buffer_pool;
 pub mod fault;
 mod file;
+pub mod port_steering;
 pub mod raft_runtime;
 pub mod stall;
 pub mod stream_halves;
@@ -268,6 +269,17 @@ pub async fn connect(addr: std::net::SocketAddr, timeout: Duration) -> io::Resul
     Ok(stream)
 }
 
+/// A TCP socket for `addr`'s family with SO_REUSEADDR, not yet bound.
+fn tcp_socket(addr: std::net::SocketAddr) -> io::Result<socket2::Socket> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    Ok(socket)
+}
+
 /// A listening socket of the current shard. glommio binds with SO_REUSEPORT, so every shard
 /// binds the same address and the kernel spreads connections across them.
 pub struct TcpListener {
@@ -278,32 +290,38 @@ impl TcpListener {
     /// Binds with SO_REUSEPORT (every shard listens on the same address) and SO_REUSEADDR
     /// (a restarted broker can bind while connections of the previous one linger in
     /// TIME_WAIT or FIN_WAIT). Neither lets a second broker in unnoticed: the server probes
-    /// the port without SO_REUSEPORT first.
-    pub fn bind(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
-        TcpListener::listen(addr, true, 1024)
+    /// the port without SO_REUSEPORT first. With more than one of `shards`, connections are
+    /// steered to shards by source port ([`port_steering`]): the shards must bind in shard
+    /// order.
+    pub fn bind(addr: std::net::SocketAddr, shards: usize) -> io::Result<TcpListener> {
+        TcpListener::listen(addr, true, 1024, shards)
     }
 
     /// Binds for one shard alone (SO_REUSEADDR only): a second listener on the address, in
     /// this process or another, fails with `AddrInUse` instead of sharing the connections.
     /// For endpoints a single shard serves (metrics).
     pub fn bind_exclusive(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
-        TcpListener::listen(addr, false, 128)
+        TcpListener::listen(addr, false, 128, 1)
     }
 
-    /// A listening socket with SO_REUSEADDR, and SO_REUSEPORT if `reuse_port`.
-    fn listen(addr: std::net::SocketAddr, reuse_port: bool, backlog: i32) -> io::Result<Self> {
+    /// A listening socket with SO_REUSEADDR, and SO_REUSEPORT if `reuse_port`; with more
+    /// than one of `steered_shards`, the group's connections are steered by source port.
+    fn listen(
+        addr: std::net::SocketAddr,
+        reuse_port: bool,
+        backlog: i32,
+        steered_shards: usize,
+    ) -> io::Result<Self> {
         use std::os::fd::{FromRawFd, IntoRawFd};
-        let socket = socket2::Socket::new(
-            socket2::Domain::for_address(addr),
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )?;
-        socket.set_reuse_address(true)?;
+        let socket = tcp_socket(addr)?;
         if reuse_port {
             socket.set_reuse_port(true)?;
         }
         socket.bind(&addr.into())?;
         socket.listen(backlog)?;
+        if reuse_port && steered_shards > 1 {
+            port_steering::steer_by_source_port(&socket, steered_shards)?;
+        }
         // SAFETY: the descriptor is a bound, listening TCP socket that we own and hand over.
         let inner = unsafe { glommio::net::TcpListener::from_raw_fd(socket.into_raw_fd()) };
         Ok(TcpListener { inner })

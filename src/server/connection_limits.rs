@@ -1,7 +1,7 @@
 //! Broker-wide connection limits, Kafka's `max.connections`, `max.connections.per.ip` and
 //! `max.connections.per.ip.overrides`, enforced by every shard's accept loop.
 //!
-//! A client can land on any shard (SO_REUSEPORT hashes the whole 4-tuple), so a per-shard
+//! A client can land on any shard (SO_REUSEPORT, steered by source port), so a per-shard
 //! share of the limit (limit / shards) would refuse a client whose connections happen to pile
 //! up on one shard while the broker as a whole is under its limit. The counts are therefore
 //! shared by all shards, as atomics behind an `Arc`: no lock, and they are touched once when

@@ -297,6 +297,9 @@ impl OpenConnections {
     }
 }
 
+/// How often a shard looks whether the shards before it listen (startup only).
+const LISTEN_TURN_POLL: Duration = Duration::from_millis(2);
+
 /// Counts shards whose listener is bound; the last one announces the broker.
 struct Ready {
     shards: usize,
@@ -307,6 +310,18 @@ struct Ready {
 }
 
 impl Ready {
+    /// Resolves once every shard before `shard` listens (each takes its turn with
+    /// [`Ready::shard_bound`]), or fails if the broker is stopping meanwhile.
+    async fn wait_turn_to_listen(&self, shard: usize, stop: &AtomicBool) -> Result<(), String> {
+        while self.bound.load(Ordering::Acquire) < shard {
+            if stop.load(Ordering::Acquire) {
+                return Err("stopped before listening".to_string());
+            }
+            runtime::sleep(LISTEN_TURN_POLL).await;
+        }
+        Ok(())
+    }
+
     fn shard_bound(&self) {
         if self.bound.fetch_add(1, Ordering::AcqRel) + 1 == self.shards {
             use std::io::Write;
@@ -352,8 +367,10 @@ async fn shard_main(
             cluster_tasks = Some(tasks);
         }
     }
-    let listener =
-        TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    // In shard order: the steering program picks listeners by their place in the group.
+    ready.wait_turn_to_listen(shard.id, &stop).await?;
+    let listener = TcpListener::bind(listen, ready.shards)
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let metrics_listener = crate::metrics::endpoint::bind(shard.id, &shard.config);
     ready.shard_bound();
     if failpoint("shard-panic", shard.id) {

@@ -171,6 +171,17 @@ pub enum PartitionOp {
 }
 
 impl PartitionOp {
+    /// A fetch by a follower broker (not a consumer).
+    pub fn is_replica_fetch(&self) -> bool {
+        matches!(
+            self,
+            PartitionOp::Fetch {
+                reader: FetchReader::Replica { .. },
+                ..
+            }
+        )
+    }
+
     pub fn topic_partition(&self) -> (&str, i32) {
         match self {
             PartitionOp::Produce {

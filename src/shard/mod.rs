@@ -342,6 +342,10 @@ impl Shard {
         }
         let mut tasks = Vec::new();
         for (owner, batch) in by_shard {
+            let replica_fetches = batch.iter().filter(|(_, op)| op.is_replica_fetch()).count();
+            if replica_fetches > 0 {
+                metrics::registry::record_replica_fetch(owner == self.id, replica_fetches);
+            }
             let shard = Rc::clone(self);
             tasks.push(runtime::spawn(async move {
                 let (indexes, ops): (Vec<usize>, Vec<PartitionOp>) = batch.into_iter().unzip();

@@ -377,7 +377,9 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
                 continue;
             };
             let id = format!("ringbroker-replica-{}", manager.me.0);
-            match ReplicaClient::connect(addr, &id, Duration::from_secs(2)).await {
+            match ReplicaClient::connect(addr, &id, (shard.id, shard.count), Duration::from_secs(2))
+                .await
+            {
                 Ok(c) => client = Some(c),
                 Err(e) => {
                     tracing::debug!(leader = leader.0, error = %e, "cannot reach the leader");

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use kafka_protocol::messages::metadata_request::MetadataRequest;
-use kafka_protocol::messages::metadata_response::MetadataResponse;
+use kafka_protocol::messages::metadata_response::{MetadataResponse, MetadataResponsePartition};
 use kafka_protocol::messages::ApiKey;
 
 use super::{parse_listen_line, stdout_lines, Client, START_WAIT, WAIT};
@@ -91,6 +91,17 @@ pub fn spawn(
     log: &Path,
     settings: &[String],
 ) -> Result<(Child, SocketAddr), String> {
+    spawn_sharded(id, data, log, settings, 1)
+}
+
+/// [`spawn`] with `shards` shards (unpinned).
+pub fn spawn_sharded(
+    id: i32,
+    data: &Path,
+    log: &Path,
+    settings: &[String],
+    shards: usize,
+) -> Result<(Child, SocketAddr), String> {
     let log_file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -101,7 +112,7 @@ pub fn spawn(
         .arg("--data-dir")
         .arg(data)
         .arg("--shards")
-        .arg("1");
+        .arg(shards.to_string());
     for s in settings {
         cmd.arg("--set").arg(s);
     }
@@ -136,9 +147,14 @@ pub fn spawn(
 
 /// Starts node `id` over `<root>/data-<id>`, logging to `<root>/node-<id>.log`.
 pub fn start_node(root: &Path, id: i32, settings: &[String]) -> Node {
+    start_node_sharded(root, id, settings, 1)
+}
+
+/// [`start_node`] with `shards` shards.
+pub fn start_node_sharded(root: &Path, id: i32, settings: &[String], shards: usize) -> Node {
     let data = root.join(format!("data-{id}"));
     let log = root.join(format!("node-{id}.log"));
-    let (child, addr) = spawn(id, &data, &log, settings).unwrap_or_else(|e| {
+    let (child, addr) = spawn_sharded(id, &data, &log, settings, shards).unwrap_or_else(|e| {
         panic!(
             "{e}: {}",
             String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default())
@@ -233,6 +249,22 @@ impl Drop for Node {
             eprintln!("node {} log:\n{}", self.id, self.log_tail());
         }
     }
+}
+
+/// The partitions of `topic` as `node` tells them (all topics' Metadata v12), in partition
+/// order; `None` if the node does not answer or does not know the topic.
+pub fn topic_partitions(node: &Node, topic: &str) -> Option<Vec<MetadataResponsePartition>> {
+    std::net::TcpStream::connect_timeout(&node.addr, POLL).ok()?;
+    let mut all_topics = MetadataRequest::default();
+    all_topics.topics = None;
+    let m: MetadataResponse = Client::connect(node.addr).call(ApiKey::Metadata, 12, &all_topics);
+    let t = m
+        .topics
+        .into_iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))?;
+    let mut partitions = t.partitions;
+    partitions.sort_by_key(|p| p.partition_index);
+    Some(partitions)
 }
 
 pub fn broker_ids(m: &MetadataResponse) -> Vec<i32> {

@@ -1,11 +1,12 @@
 //! A real broker process for integration tests; `client` holds the blocking Kafka client,
-//! `cluster` the nodes of a cluster, `diagnostics` what a stuck process is doing. Every wait
+//! `cluster` the nodes of a cluster, `diagnostics` what a stuck process is doing, `metrics` its Prometheus text. Every wait
 //! is bounded by [`WAIT`].
 #![allow(dead_code)]
 
 pub mod client;
 pub mod cluster;
 pub mod diagnostics;
+pub mod metrics;
 
 #[allow(unused_imports)] // each test binary uses some of them
 pub use client::{fetch_request, s, topic_name, until_coordinator_ready, Client};
