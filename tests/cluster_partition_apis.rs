@@ -2,7 +2,7 @@
 //! answers them: ListOffsets and DeleteRecords at the leader only (NOT_LEADER_OR_FOLLOWER at
 //! a follower; a debugging client, replica id -2, may ask any replica), ListOffsets fenced by
 //! `current_leader_epoch`, DeleteRecords past the high watermark OFFSET_OUT_OF_RANGE, and
-//! the followers' log start following the leader's; after a failover, earliest carries the
+//! DeleteRecords answered once the followers' log starts followed the leader's; after a failover, earliest carries the
 //! epoch of its batch and latest the new leader's; every replica checkpoints the HW it knows
 //! on `replica.high.watermark.checkpoint.interval.ms`. Every wait is a bounded number of polls;
 //! every process is stopped at the end (and by `Drop` on a failure).
@@ -23,6 +23,7 @@ const CONSUMER: i32 = -1;
 const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const REQUEST_TIMED_OUT: i16 = 7;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
 /// (leader, leader epoch, ISR size) of the topic's partition 0 as `node` tells it.
@@ -148,14 +149,13 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
         OFFSET_OUT_OF_RANGE,
         "DeleteRecords past the HW"
     );
+    // Answered once the low watermark reached 4: every follower deleted them too (Kafka's
+    // DelayedDeleteRecords), so a debugging read of each follower sees 4 at once, no polling.
     assert_eq!(admin.delete_records(TOPIC, 0, 4), (NONE, 4));
     for &f in &followers {
-        // The followers' next fetches carry the leader's log start.
-        poll("a follower's log start follows the leader's", || {
-            let (code, offset, _) =
-                Client::connect(at(f)).list_offset_as(7, DEBUGGING, -1, TOPIC, 0, EARLIEST);
-            (code == NONE && offset == 4).then_some(())
-        });
+        let (code, offset, _) =
+            Client::connect(at(f)).list_offset_as(7, DEBUGGING, -1, TOPIC, 0, EARLIEST);
+        assert_eq!((code, offset), (NONE, 4), "follower {f}'s log start");
     }
 
     // Failover: the new leader answers earliest with the epoch its batch was written at.
@@ -186,4 +186,72 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
         "earliest: the epoch of its batch"
     );
     assert_eq!(answer(LATEST), (10, new_epoch), "latest: the current epoch");
+}
+
+/// SIGSTOP or SIGCONT to a node's process.
+fn signal(node: &Node, signal: i32) {
+    let pid = node.child.as_ref().expect("running").id() as libc::pid_t;
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// Kafka's DelayedDeleteRecords: the leader answers once every follower on a live broker
+/// deleted the records too; a follower that cannot fetch holds the answer until the request's
+/// timeout (REQUEST_TIMED_OUT), and once the controller fenced its broker it is not waited for.
+#[test]
+fn delete_records_waits_for_the_followers_of_live_brokers() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(6);
+    let voters = voters(&ports);
+    let nodes = start_three_with(root.path(), &ports, &voters, None, &[]);
+    wait_for(&nodes, &[0, 1, 2], "three live brokers", |m| {
+        broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
+    });
+    let created =
+        Client::connect(nodes[0].addr).try_create_replicated_topic(TOPIC, 1, 3, &[], false);
+    assert_eq!(created.error_code, NONE, "{:?}", created.error_message);
+    let leader = poll(
+        "a leader with all three replicas in sync",
+        || match partition_state(&nodes[0])? {
+            (leader, _, 3) if leader > 0 => Some(leader),
+            _ => None,
+        },
+    );
+    let at = |id: i32| nodes.iter().find(|n| n.id == id).expect("node");
+    poll("the leader takes produce requests", || {
+        let (code, _) = Client::connect(at(leader).addr).produce(TOPIC, 0, 10, 20);
+        (code == NONE).then_some(())
+    });
+    let stopped = at([1, 2, 3]
+        .into_iter()
+        .find(|&id| id != leader)
+        .expect("a follower"));
+    signal(stopped, libc::SIGSTOP);
+
+    let mut admin = Client::connect(at(leader).addr);
+    let (code, _) = admin.delete_records_within(TOPIC, 0, 3, 300);
+    assert_eq!(
+        code, REQUEST_TIMED_OUT,
+        "a stopped follower holds the answer"
+    );
+    let low = poll("answered without the broker once it is fenced", || {
+        let (code, low) = admin.delete_records_within(TOPIC, 0, 3, 300);
+        (code == NONE).then_some(low)
+    });
+    assert_eq!(low, 3);
+    signal(stopped, libc::SIGCONT);
+    drop(admin);
+    // Every broker stops promptly on SIGTERM (a stop used to wait for the offsets topic's
+    // creation, held up by the stopped broker).
+    let mut nodes = nodes;
+    for node in nodes.iter_mut() {
+        let status = node.stop();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "node {} did not stop cleanly on SIGTERM: {status:?}",
+            node.id
+        );
+    }
 }

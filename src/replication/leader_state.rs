@@ -59,6 +59,8 @@ pub struct FollowerState {
     /// False while the metadata says the broker is fenced or in controlled shutdown: it is
     /// then neither proposed for the ISR nor waited for by the HW (KAFKA-15021).
     pub isr_eligible: bool,
+    /// Its log start offset as its latest fetch reported it ([`UNKNOWN_OFFSET`] before).
+    pub log_start_offset: i64,
 }
 
 impl FollowerState {
@@ -71,6 +73,7 @@ impl FollowerState {
             last_fetch_ms: NEVER_MS,
             last_fetch_leader_leo: UNKNOWN_OFFSET,
             isr_eligible: true,
+            log_start_offset: UNKNOWN_OFFSET,
         }
     }
 
@@ -478,6 +481,30 @@ impl LeaderState {
     /// A follower's state, for metrics (lag in offsets and in time).
     pub fn follower(&self, id: BrokerId) -> Option<&FollowerState> {
         self.followers.get(&id)
+    }
+
+    /// A follower's fetch reported its log start offset. Returns whether it changed (then
+    /// the [low watermark](Self::low_watermark) may have moved).
+    pub fn on_follower_log_start(&mut self, follower: BrokerId, log_start: i64) -> bool {
+        let Some(state) = self.followers.get_mut(&follower) else {
+            return false;
+        };
+        let changed = state.log_start_offset != log_start;
+        state.log_start_offset = log_start;
+        changed
+    }
+
+    /// Kafka's `lowWatermarkIfLeader`: the smallest log start offset over the leader's own
+    /// (`own_log_start`) and those its followers on live brokers reported. A follower not
+    /// heard from yet counts as [`UNKNOWN_OFFSET`], so DeleteRecords waits for its fetch.
+    /// Fenced brokers and those in controlled shutdown are not waited for (Kafka's
+    /// `hasAliveBroker`, here the same flag that keeps them out of the ISR).
+    pub fn low_watermark(&self, own_log_start: i64) -> i64 {
+        self.followers
+            .values()
+            .filter(|f| f.isr_eligible)
+            .map(|f| f.log_start_offset)
+            .fold(own_log_start, i64::min)
     }
 
     /// Whether `id` is a follower replica of this partition (fetches from others are refused).

@@ -888,3 +888,42 @@ fn random_walk(seed: u64) {
         assert_eq!(s.acks_all_status(hw), AcksAllStatus::Pending, "{ctx}");
     }
 }
+
+/// Kafka's `lowWatermarkIfLeader` (PartitionTest's low watermark cases): the minimum log
+/// start over the leader and followers on live brokers; unknown until a follower reports.
+#[test]
+fn low_watermark_is_the_smallest_live_log_start() {
+    let mut l = leader(&[0, 1, 2], &[0, 1, 2], 100, 100, 2);
+    assert_eq!(
+        l.low_watermark(40),
+        UNKNOWN_OFFSET,
+        "no follower reported yet"
+    );
+    assert!(l.on_follower_log_start(BrokerId(1), 30));
+    assert_eq!(l.low_watermark(40), UNKNOWN_OFFSET, "follower 2 not yet");
+    assert!(l.on_follower_log_start(BrokerId(2), 50));
+    assert_eq!(l.low_watermark(40), 30);
+    assert!(
+        !l.on_follower_log_start(BrokerId(2), 50),
+        "same value: no change"
+    );
+    assert!(l.on_follower_log_start(BrokerId(1), 60));
+    assert_eq!(
+        l.low_watermark(40),
+        40,
+        "the leader's own log start is the lowest"
+    );
+    assert_eq!(l.low_watermark(70), 50);
+    // A fenced broker is not waited for; back in service, it counts again.
+    l.set_isr_eligible(BrokerId(2), false);
+    assert_eq!(l.low_watermark(70), 60);
+    l.set_isr_eligible(BrokerId(2), true);
+    assert_eq!(l.low_watermark(70), 50);
+    // Not a replica: ignored.
+    assert!(!l.on_follower_log_start(BrokerId(9), 0));
+    assert_eq!(l.low_watermark(70), 50);
+    // Without followers: the leader's own.
+    let mut single = leader(&[0], &[0], 10, 10, 1);
+    assert_eq!(single.low_watermark(7), 7);
+    assert!(!single.on_follower_log_start(BrokerId(1), 3));
+}

@@ -448,7 +448,14 @@ async fn create_offsets_topic(
             // `offsets.topic.replication.factor`, capped by the live brokers once the others
             // had a while to register (a cluster starting up registers within seconds).
             if live >= wanted || since.elapsed() >= OFFSETS_TOPIC_WAIT {
-                shard.ensure_offsets_topic(wanted.min(live)).await;
+                // A stopping broker does not wait for the controller's answer (up to twice
+                // the 30 s forward timeout when a voter hangs): the stop would outlast
+                // its supervisor's patience.
+                futures_lite::future::or(
+                    shard.ensure_offsets_topic(wanted.min(live)),
+                    shutdown.wait(),
+                )
+                .await;
             }
         }
         futures_lite::future::or(runtime::sleep(Duration::from_secs(1)), shutdown.wait()).await;
@@ -465,10 +472,12 @@ impl ClusterTasks {
             stop.trigger();
             task.await;
         }
+        tracing::debug!("broker session ended");
         self.shutdown.trigger();
         for task in self.tasks {
             task.await;
         }
+        tracing::debug!("cluster tasks ended; stopping the raft node");
         if let Some(node) = self.node {
             match Rc::try_unwrap(node) {
                 Ok(node) => node.shutdown().await,

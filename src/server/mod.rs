@@ -490,8 +490,10 @@ async fn shard_main(
     if let Some(tasks) = cluster_tasks {
         tasks.stop().await;
     }
+    tracing::debug!(shard = shard.id, "cluster tasks stopped");
     accept_task.await;
     housekeeping.await;
+    tracing::debug!(shard = shard.id, "waiting for open connections to finish");
     let drained = connections.all_closed();
     if futures_lite::future::or(
         async {

@@ -199,6 +199,7 @@ impl Shard {
                 id,
                 current_leader_epoch,
                 last_fetched_epoch,
+                log_start_offset,
             } => {
                 let check = p.check_replica_fetch(
                     BrokerId(id),
@@ -207,6 +208,7 @@ impl Shard {
                     last_fetched_epoch,
                     runtime::now_ms(),
                 )?;
+                p.record_follower_log_start(BrokerId(id), log_start_offset);
                 if let Some(proposal) = check.propose {
                     self.submit_isr_change(p, proposal);
                 }

@@ -76,6 +76,8 @@ pub enum FetchReader {
         id: i32,
         current_leader_epoch: i32,
         last_fetched_epoch: i32,
+        /// The follower's log start offset (-1: not sent).
+        log_start_offset: i64,
     },
 }
 
@@ -160,6 +162,9 @@ pub enum PartitionOp {
         topic: String,
         partition: i32,
         offset: i64,
+        /// How long a leader waits for its followers' log starts to reach the offset (the
+        /// request's `timeout_ms`).
+        timeout_ms: i32,
     },
     /// Read a partition's offsets and size (and, with `producers`, its active idempotent
     /// producers): OffsetForLeaderEpoch, DescribeLogDirs and DescribeProducers.

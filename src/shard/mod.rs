@@ -7,6 +7,7 @@
 //! the metadata; it persists each change and then hands the new version to every shard.
 
 pub mod cluster_admin;
+mod delete_records;
 mod errors;
 pub mod fetch;
 pub mod fetch_budget;

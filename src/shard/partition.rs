@@ -64,6 +64,8 @@ pub struct Partition {
     /// acks=all produces waiting for the HW to pass their last offset (or the role to
     /// change), with that offset.
     pub(super) hw_waiters: RefCell<Vec<(i64, local_oneshot::Sender<()>)>>,
+    /// DeleteRecords waiting for the followers' log starts (or the role to change).
+    pub(super) low_watermark_waiters: RefCell<Vec<local_oneshot::Sender<()>>>,
     /// Held by a follower's append or truncation and by becoming leader, so that a fetch
     /// answered just before a role change is never appended after it.
     pub(super) replica_io: Exclusive,
@@ -86,6 +88,7 @@ impl Partition {
             role: RefCell::new(ReplicaRole::Alone),
             epochs: RefCell::new(LeaderEpochCache::new()),
             hw_waiters: RefCell::new(Vec::new()),
+            low_watermark_waiters: RefCell::new(Vec::new()),
             replica_io: Exclusive::new(),
             replica_bytes: (Cell::new(0), Cell::new(0)),
         }

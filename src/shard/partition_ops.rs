@@ -10,7 +10,6 @@ use super::messages::{OffsetAnswer, OffsetsReader, PartitionError, PartitionOp, 
 use super::partition::{self, Partition};
 use super::Shard;
 use crate::log::AppendInfo;
-use crate::protocol::ResponseError;
 use crate::runtime;
 
 impl Shard {
@@ -66,9 +65,12 @@ impl Shard {
                     }),
                 }
             }
-            PartitionOp::DeleteRecords { offset, .. } => {
-                PartitionResult::DeleteRecords(delete_records(&p, offset).await)
-            }
+            PartitionOp::DeleteRecords {
+                offset, timeout_ms, ..
+            } => PartitionResult::DeleteRecords(
+                p.delete_records(offset, Duration::from_millis(timeout_ms.max(0) as u64))
+                    .await,
+            ),
             PartitionOp::Describe { producers, .. } => {
                 PartitionResult::Describe(Ok(partition::summary(&p, producers)))
             }
@@ -147,34 +149,4 @@ async fn list_offsets(
         timestamp,
         leader_epoch,
     })
-}
-
-/// DeleteRecords on the leader (Kafka's `deleteRecordsOnLeader`): offset -1 is the HW; an
-/// offset past the HW is OFFSET_OUT_OF_RANGE (records not yet committed cannot go), and a
-/// topic without the `delete` cleanup policy refuses with POLICY_VIOLATION.
-async fn delete_records(p: &Partition, offset: i64) -> Result<i64, PartitionError> {
-    p.check_offsets_reader(OffsetsReader::Consumer {
-        current_leader_epoch: -1,
-    })?;
-    if !p.log.config().cleanup_policy.delete {
-        return Err(PartitionError::new(
-            ResponseError::PolicyViolation.code(),
-            format!(
-                "records of {}-{} cannot be deleted: its cleanup.policy has no delete",
-                p.topic, p.index
-            ),
-        ));
-    }
-    let hw = p.high_watermark();
-    let target = if offset == -1 { hw } else { offset };
-    if target < 0 || target > hw {
-        return Err(PartitionError::new(
-            ResponseError::OffsetOutOfRange.code(),
-            format!(
-                "cannot delete records of {}-{} before offset {target}: it is past the high watermark {hw}",
-                p.topic, p.index
-            ),
-        ));
-    }
-    p.log.delete_records_before(target).await.map_err(log_error)
 }

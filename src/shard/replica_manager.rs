@@ -440,7 +440,8 @@ fn fetch_request(
         f.fetch_offset = position.fetch_offset;
         f.current_leader_epoch = position.leader_epoch.0;
         f.last_fetched_epoch = p.latest_epoch().map_or(-1, |e| e.0);
-        f.log_start_offset = -1;
+        // The leader's DeleteRecords waits for every follower's log start (low watermark).
+        f.log_start_offset = p.log.offsets().log_start_offset;
         f.partition_max_bytes = manager
             .settings
             .replica_fetch_max_bytes

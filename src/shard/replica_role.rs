@@ -316,12 +316,14 @@ impl Partition {
         self.notify_high_watermark();
     }
 
-    /// Wakes every acks=all waiter and consumers' long polls: the role changed.
+    /// Wakes every acks=all and DeleteRecords waiter and consumers' long polls: the role
+    /// changed.
     pub fn wake_hw_waiters(&self) {
         let waiters = std::mem::take(&mut *self.hw_waiters.borrow_mut());
         for (_, w) in waiters {
             w.send(());
         }
+        self.wake_low_watermark_waiters();
         self.notify_high_watermark();
     }
 

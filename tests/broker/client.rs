@@ -196,6 +196,17 @@ impl Client {
 
     /// DeleteRecords v2 on one partition: (error code, low watermark).
     pub fn delete_records(&mut self, topic: &str, partition: i32, offset: i64) -> (i16, i64) {
+        self.delete_records_within(topic, partition, offset, 5000)
+    }
+
+    /// [`Client::delete_records`] with the request's `timeout_ms`.
+    pub fn delete_records_within(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        timeout_ms: i32,
+    ) -> (i16, i64) {
         let mut p = DeleteRecordsPartition::default();
         p.partition_index = partition;
         p.offset = offset;
@@ -204,7 +215,7 @@ impl Client {
         t.partitions = vec![p];
         let mut req = DeleteRecordsRequest::default();
         req.topics = vec![t];
-        req.timeout_ms = 5000;
+        req.timeout_ms = timeout_ms;
         let resp: DeleteRecordsResponse = self.call(ApiKey::DeleteRecords, 2, &req);
         let r = &resp.topics[0].partitions[0];
         assert_eq!(r.partition_index, partition);

@@ -1,6 +1,8 @@
 //! DeleteRecords (key 21): move a partition's log start offset forward (offset -1 means the
 //! high watermark). Records before it are no longer readable; the segments wholly before it are
-//! deleted. The answer's low watermark is the new log start offset.
+//! deleted. The answer's low watermark is the new log start offset; a replicated partition's
+//! leader answers once its followers' log starts reached it too (Kafka's low watermark), or
+//! REQUEST_TIMED_OUT after the request's `timeout_ms`.
 
 use crate::protocol::messages::delete_records_request::DeleteRecordsRequest;
 use crate::protocol::messages::delete_records_response::{
@@ -21,6 +23,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 topic: topic.name.0.to_string(),
                 partition: p.partition_index,
                 offset: p.offset,
+                timeout_ms: request.timeout_ms,
             });
         }
     }

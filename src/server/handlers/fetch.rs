@@ -179,6 +179,7 @@ fn fetch_ops(
                     id,
                     current_leader_epoch: p.current_leader_epoch,
                     last_fetched_epoch: p.last_fetched_epoch,
+                    log_start_offset: p.log_start_offset,
                 },
                 None => FetchReader::Consumer {
                     current_leader_epoch: p.current_leader_epoch,
