@@ -4,7 +4,8 @@
 //! leader: every broker's `ringbroker_replica_fetch_partitions_forwarded_total` stays 0 while
 //! `..._local_total` grows. Without the steering each replication connection lands on either
 //! shard (SO_REUSEPORT's hash), and with four such connections into each broker at least one
-//! lands wrong almost always. Every wait is a bounded number of polls; every process is
+//! lands wrong almost always. Followers fetch in fetch sessions (KIP-227), which the leaders'
+//! `ringbroker_fetch_sessions` show. Every wait is a bounded number of polls; every process is
 //! stopped at the end (and by `Drop` on a failure).
 
 mod broker;
@@ -102,6 +103,13 @@ fn follower_shards_fetch_from_the_same_shard_of_the_leader() {
         assert!(
             !leads || local > 0.0,
             "node {} leads a partition but served no follower fetch locally",
+            node.id
+        );
+        // Followers fetch in KIP-227 sessions: each leader holds theirs.
+        let sessions = sum(&text, "ringbroker_fetch_sessions", "");
+        assert!(
+            !leads || sessions >= 1.0,
+            "node {} leads a partition but holds no follower fetch session",
             node.id
         );
         assert_eq!(

@@ -79,7 +79,8 @@ const LONG_MAX: &str = "9223372036854775807";
 const INT_MAX: i64 = i32::MAX as i64;
 const NO_CLEANER: &str = "no log cleaner yet (compaction comes later)";
 const NO_TIERED: &str = "no tiered storage";
-const NO_REPLICATION: &str = "no replication throttles yet";
+const NO_REPLICATION: &str =
+    "replication throttles are not implemented: the list is kept, replication runs unthrottled";
 
 fn long_or_max(n: i64) -> String {
     n.to_string()

@@ -231,6 +231,14 @@ pub fn render(shards: &[ShardMetrics]) -> String {
     ];
     out.per_shard(shards, &replica_fetches);
 
+    let sessions: [(&str, &str, &str, ShardValue); 1] = [(
+        "ringbroker_fetch_sessions",
+        "gauge",
+        "Incremental fetch sessions (KIP-227) cached on the shard, consumers' and followers'.",
+        |s| s.fetch_sessions as f64,
+    )];
+    out.per_shard(shards, &sessions);
+
     let produce_memory: [(&str, &str, &str, ShardValue); 7] = [
         (
             "ringbroker_produce_memory_bytes",
@@ -585,6 +593,7 @@ mod tests {
             },
             offline_partitions: id,
             tail_cache: Default::default(),
+            fetch_sessions: 0,
         }
     }
 

@@ -132,6 +132,7 @@ mod tests {
             stalls: Default::default(),
             offline_partitions: 0,
             tail_cache: Default::default(),
+            fetch_sessions: 0,
         }
     }
 

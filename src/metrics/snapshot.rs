@@ -22,6 +22,8 @@ pub struct ShardMetrics {
     pub offline_partitions: usize,
     /// The shard's tail cache (recently written log bytes in memory).
     pub tail_cache: ShardTailCache,
+    /// Incremental fetch sessions cached on the shard (consumers' and followers').
+    pub fetch_sessions: usize,
 }
 
 /// Offsets and sizes of one partition log.

@@ -123,6 +123,7 @@ mod tests {
             stalls: Default::default(),
             offline_partitions: 0,
             tail_cache: Default::default(),
+            fetch_sessions: 0,
         }
     }
 

@@ -6,6 +6,7 @@
 #[cfg(test)]
 mod cluster_sim;
 pub mod epoch_cache;
+pub mod fetch_session_client;
 pub mod leader_state;
 pub mod replica_client;
 pub mod replica_fetch;

@@ -1,4 +1,5 @@
-//! Fetch sessions (KIP-227): what a consumer's Fetch requests leave out once a session exists.
+//! Fetch sessions (KIP-227): what a consumer's or a follower's Fetch requests leave out once
+//! a session exists.
 //!
 //! Pure state machine, no I/O. A full fetch (epoch 0) creates a session whose id the response
 //! carries; the client then sends only the partitions whose fetch position changed (and the
@@ -47,11 +48,15 @@ pub struct SessionPartition {
     pub partition: i32,
 }
 
-/// Where the client reads a partition from, as the request gave it.
+/// Where the client reads a partition from, as the request gave it: an incremental fetch
+/// reads a partition it leaves out with these (a follower's epochs and log start included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     pub fetch_offset: i64,
     pub max_bytes: i32,
+    pub current_leader_epoch: i32,
+    pub last_fetched_epoch: i32,
+    pub log_start_offset: i64,
 }
 
 /// What one partition's read returned, as far as deciding whether to answer it goes.
@@ -320,6 +325,9 @@ mod tests {
         Position {
             fetch_offset: offset,
             max_bytes: 1000,
+            current_leader_epoch: -1,
+            last_fetched_epoch: -1,
+            log_start_offset: -1,
         }
     }
 

@@ -62,6 +62,7 @@ impl Shard {
             stalls: runtime::stall::stats(),
             offline_partitions: self.offline_count(),
             tail_cache: crate::log::tail_cache::shard_tail_cache(),
+            fetch_sessions: self.fetch_sessions.borrow().len(),
         }
     }
 

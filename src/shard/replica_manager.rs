@@ -20,7 +20,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+use kafka_protocol::messages::fetch_request::{
+    FetchPartition, FetchRequest, FetchTopic, ForgottenTopic,
+};
 use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -36,6 +38,7 @@ use crate::controller::published::ClusterSummary;
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
 use crate::group::api::OFFSETS_TOPIC;
 use crate::protocol::ResponseError;
+use crate::replication::fetch_session_client::FollowerSession;
 use crate::replication::leader_state::{IsrProposal, LeaderConfig};
 use crate::replication::replica_client::ReplicaClient;
 use crate::runtime;
@@ -349,6 +352,8 @@ fn broker_addr(meta: &ClusterMetadata, broker: BrokerId) -> Option<SocketAddr> {
 /// Fetches from `leader` while this shard follows it for any partition.
 async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: BrokerId) {
     let mut client: Option<ReplicaClient> = None;
+    // KIP-227 with this leader; a new connection starts a new one.
+    let mut session = ReplicaSession::new();
     let mut idle_rounds = 0u32;
     while !manager.shutdown.is_triggered() {
         let partitions: Vec<Rc<Partition>> = shard
@@ -380,7 +385,10 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             match ReplicaClient::connect(addr, &id, (shard.id, shard.count), Duration::from_secs(2))
                 .await
             {
-                Ok(c) => client = Some(c),
+                Ok(c) => {
+                    client = Some(c);
+                    session = ReplicaSession::new();
+                }
                 Err(e) => {
                     tracing::debug!(leader = leader.0, error = %e, "cannot reach the leader");
                     runtime::sleep(FETCH_BACKOFF).await;
@@ -389,7 +397,7 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             }
         }
         let Some(c) = client.as_mut() else { continue };
-        let (request, asked) = fetch_request(manager, leader, &partitions);
+        let (request, asked) = fetch_request(manager, leader, &partitions, &mut session);
         let wait = Duration::from_millis(manager.settings.replica_fetch_wait_max_ms);
         let answer: Result<FetchResponse, _> = c
             .call(
@@ -401,6 +409,7 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             .await;
         let ok = match answer {
             Ok(response) => {
+                session.on_response(response.session_id, response.error_code);
                 let applied = apply_response(&partitions, &asked, response).await;
                 if !applied.out_of_range.is_empty() {
                     replica_reset::reset_out_of_range(c, manager.me, &applied.out_of_range).await;
@@ -409,6 +418,7 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
             }
             Err(e) => {
                 tracing::debug!(leader = leader.0, error = %e, "replica fetch failed");
+                session.on_failure();
                 client = None;
                 false
             }
@@ -419,13 +429,20 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
     }
 }
 
-/// The fetch of `partitions` (all followers of `leader`), and what was asked of each.
+/// A follower's fetch session with one leader: partitions by topic name and index, with
+/// what the follower last told the leader of each.
+type ReplicaSession = FollowerSession<(String, i32), FetchPartition>;
+
+/// The fetch of `partitions` (all followers of `leader`), and what was asked of each. In a
+/// fetch session only the partitions whose position changed are named; the leader reads the
+/// others from where the session holds them, which is where they still are.
 fn fetch_request(
     manager: &ReplicaManager,
     leader: BrokerId,
     partitions: &[Rc<Partition>],
+    session: &mut ReplicaSession,
 ) -> (FetchRequest, Vec<FetchPosition>) {
-    let mut by_topic: HashMap<&str, Vec<FetchPartition>> = HashMap::new();
+    let mut fetches = Vec::with_capacity(partitions.len());
     let mut asked = Vec::with_capacity(partitions.len());
     for p in partitions {
         let view = p.follower_view();
@@ -446,7 +463,17 @@ fn fetch_request(
             .settings
             .replica_fetch_max_bytes
             .min(i32::MAX as u64) as i32;
-        by_topic.entry(p.topic.as_str()).or_default().push(f);
+        fetches.push(((p.topic.clone(), p.index), f));
+    }
+    let planned = session.next(&fetches);
+    let mut by_topic: HashMap<&str, Vec<FetchPartition>> = HashMap::new();
+    for i in planned.send {
+        let ((topic, _), f) = &fetches[i];
+        by_topic.entry(topic.as_str()).or_default().push(f.clone());
+    }
+    let mut forgotten: HashMap<String, Vec<i32>> = HashMap::new();
+    for (topic, index) in planned.forgotten {
+        forgotten.entry(topic).or_default().push(index);
     }
     let mut request = FetchRequest::default();
     request.replica_id = WireBrokerId(manager.me.0);
@@ -457,8 +484,14 @@ fn fetch_request(
         .replica_fetch_response_max_bytes
         .min(i32::MAX as u64) as i32;
     request.isolation_level = 0;
-    request.session_id = 0;
-    request.session_epoch = -1;
+    request.session_id = planned.session_id;
+    request.session_epoch = planned.epoch;
+    for (topic, partitions) in forgotten {
+        let mut t = ForgottenTopic::default();
+        t.topic = TopicName(StrBytes::from_string(topic));
+        t.partitions = partitions;
+        request.forgotten_topics_data.push(t);
+    }
     for (topic, partitions) in by_topic {
         let mut t = FetchTopic::default();
         t.topic = TopicName(StrBytes::from_string(topic.to_string()));
@@ -490,8 +523,9 @@ async fn apply_response(
         tracing::debug!(code = response.error_code, "replica fetch refused");
         return applied;
     }
-    // An empty answer (the long poll ran out) is fine; only refusals of every partition
-    // make the fetcher pause.
+    // An empty answer (the long poll ran out, or nothing new in a fetch session) is fine;
+    // only refusals of every partition make the fetcher pause.
+    applied.answered = response.responses.iter().all(|t| t.partitions.is_empty());
     let now = runtime::now_ms();
     // By name: a follower may fetch thousands of partitions from one leader.
     let by_name: HashMap<(&str, i32), (&Rc<Partition>, &FetchPosition)> = partitions

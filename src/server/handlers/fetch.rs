@@ -55,12 +55,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
     let mut request = request;
     let shard = req.shard;
     let replica = replica_of(&request, req.version());
-    let plan = match replica {
-        // A follower's fetches are full ones (CLUSTER.md): no session.
-        Some(_) => Ok(Plan::Sessionless),
-        None => begin_session(req, &mut request),
-    };
-    let plan = match plan {
+    let plan = match begin_session(req, &mut request) {
         Ok(plan) => plan,
         Err(code) => {
             let mut response = FetchResponse::default();
@@ -344,13 +339,9 @@ fn begin_session(req: &Request<'_>, request: &mut FetchRequest) -> Result<Plan, 
         .iter()
         .flat_map(|t| {
             t.partitions.iter().map(move |p| {
-                let position = Position {
-                    fetch_offset: p.fetch_offset,
-                    max_bytes: p.partition_max_bytes,
-                };
                 (
                     session_key(req, &t.topic.0, t.topic_id, p.partition),
-                    position,
+                    position_of(p),
                 )
             })
         })
@@ -379,6 +370,17 @@ fn begin_session(req: &Request<'_>, request: &mut FetchRequest) -> Result<Plan, 
         request.topics = session_topics(partitions);
     }
     Ok(plan)
+}
+
+/// A requested partition's position, as a session keeps it.
+fn position_of(p: &FetchPartition) -> Position {
+    Position {
+        fetch_offset: p.fetch_offset,
+        max_bytes: p.partition_max_bytes,
+        current_leader_epoch: p.current_leader_epoch,
+        last_fetched_epoch: p.last_fetched_epoch,
+        log_start_offset: p.log_start_offset,
+    }
 }
 
 fn session_key(req: &Request<'_>, name: &str, id: uuid::Uuid, partition: i32) -> SessionPartition {
@@ -412,6 +414,9 @@ fn session_topics(partitions: &[(SessionPartition, Position)]) -> Vec<FetchTopic
         p.partition = key.partition;
         p.fetch_offset = position.fetch_offset;
         p.partition_max_bytes = position.max_bytes;
+        p.current_leader_epoch = position.current_leader_epoch;
+        p.last_fetched_epoch = position.last_fetched_epoch;
+        p.log_start_offset = position.log_start_offset;
         if let Some(t) = topics.last_mut() {
             t.partitions.push(p);
         }
@@ -431,10 +436,7 @@ fn finish_session(
     for (asked, t) in request.topics.iter().zip(&response.responses) {
         for (p, d) in asked.partitions.iter().zip(&t.partitions) {
             let key = session_key(req, &asked.topic.0, asked.topic_id, p.partition);
-            let position = Position {
-                fetch_offset: p.fetch_offset,
-                max_bytes: p.partition_max_bytes,
-            };
+            let position = position_of(p);
             let read = ReadOutcome {
                 high_watermark: d.high_watermark,
                 last_stable_offset: d.last_stable_offset,
