@@ -188,15 +188,6 @@ fn offsets_and_deletions_are_the_leaders_and_followers_follow_its_log_start() {
     assert_eq!(answer(LATEST), (10, new_epoch), "latest: the current epoch");
 }
 
-/// SIGSTOP or SIGCONT to a node's process.
-fn signal(node: &Node, signal: i32) {
-    let pid = node.child.as_ref().expect("running").id() as libc::pid_t;
-    // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
-    unsafe {
-        libc::kill(pid, signal);
-    }
-}
-
 /// Kafka's DelayedDeleteRecords: the leader answers once every follower on a live broker
 /// deleted the records too; a follower that cannot fetch holds the answer until the request's
 /// timeout (REQUEST_TIMED_OUT), and once the controller fenced its broker it is not waited for.
@@ -228,7 +219,7 @@ fn delete_records_waits_for_the_followers_of_live_brokers() {
         .into_iter()
         .find(|&id| id != leader)
         .expect("a follower"));
-    signal(stopped, libc::SIGSTOP);
+    stopped.signal(libc::SIGSTOP);
 
     let mut admin = Client::connect(at(leader).addr);
     let (code, _) = admin.delete_records_within(TOPIC, 0, 3, 300);
@@ -241,7 +232,7 @@ fn delete_records_waits_for_the_followers_of_live_brokers() {
         (code == NONE).then_some(low)
     });
     assert_eq!(low, 3);
-    signal(stopped, libc::SIGCONT);
+    stopped.signal(libc::SIGCONT);
     drop(admin);
     // Every broker stops promptly on SIGTERM (a stop used to wait for the offsets topic's
     // creation, held up by the stopped broker).

@@ -215,7 +215,7 @@ pub fn render(shards: &[ShardMetrics]) -> String {
     ];
     out.per_shard(shards, &connections);
 
-    let replica_fetches: [(&str, &str, &str, ShardValue); 2] = [
+    let fetches: [(&str, &str, &str, ShardValue); 3] = [
         (
             "ringbroker_replica_fetch_partitions_local_total",
             "counter",
@@ -228,16 +228,14 @@ pub fn render(shards: &[ShardMetrics]) -> String {
             "Partitions of followers' fetches read on another shard than the one that received the fetch (a mesh hop; replication connections are steered to avoid it).",
             |s| s.registry.replica_fetch_forwarded as f64,
         ),
+        (
+            "ringbroker_fetch_sessions",
+            "gauge",
+            "Incremental fetch sessions (KIP-227) cached on the shard, consumers' and followers'.",
+            |s| s.fetch_sessions as f64,
+        ),
     ];
-    out.per_shard(shards, &replica_fetches);
-
-    let sessions: [(&str, &str, &str, ShardValue); 1] = [(
-        "ringbroker_fetch_sessions",
-        "gauge",
-        "Incremental fetch sessions (KIP-227) cached on the shard, consumers' and followers'.",
-        |s| s.fetch_sessions as f64,
-    )];
-    out.per_shard(shards, &sessions);
+    out.per_shard(shards, &fetches);
 
     let produce_memory: [(&str, &str, &str, ShardValue); 7] = [
         (

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::errors::log_error;
 use super::messages::{OffsetsReader, PartitionError};
 use super::partition::Partition;
-use super::replica_role::ReplicaRole;
+use super::replica_role::{deadline_first, ReplicaRole};
 use crate::controller::ids::{BrokerId, LeaderEpoch};
 use crate::protocol::ResponseError;
 use crate::runtime;
@@ -121,17 +121,7 @@ impl Partition {
             }
             let (tx, rx) = local_oneshot::channel();
             self.low_watermark_waiters.borrow_mut().push(tx);
-            timed_out = futures_lite::future::or(
-                async {
-                    rx.await;
-                    false
-                },
-                async {
-                    deadline.as_mut().await;
-                    true
-                },
-            )
-            .await;
+            timed_out = deadline_first(rx, deadline.as_mut()).await;
         }
     }
 }

@@ -90,6 +90,25 @@ fn check_epoch(given: i32, mine: i32) -> Result<(), PartitionError> {
         .map_err(|e| PartitionError::new(e.response_error().code(), e.to_string()))
 }
 
+/// Waits for `woken` or `deadline`, whichever comes first; true if the deadline did. The
+/// deadline is pinned once for a whole wait, which may be woken (and wait again) many times.
+pub(super) async fn deadline_first(
+    woken: impl std::future::Future,
+    deadline: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+) -> bool {
+    futures_lite::future::or(
+        async {
+            woken.await;
+            false
+        },
+        async {
+            deadline.await;
+            true
+        },
+    )
+    .await
+}
+
 /// What a leader's answer says of its log besides the records: its HW and log start
 /// (-1: not sent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,17 +303,7 @@ impl Partition {
                     }
                 }
             };
-            timed_out = futures_lite::future::or(
-                async {
-                    waiter.await;
-                    false
-                },
-                async {
-                    deadline.as_mut().await;
-                    true
-                },
-            )
-            .await;
+            timed_out = deadline_first(waiter, deadline.as_mut()).await;
         }
     }
 

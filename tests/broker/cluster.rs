@@ -218,13 +218,20 @@ impl Node {
         }
     }
 
+    /// Sends `signal` (SIGSTOP, SIGCONT, SIGTERM, ...) to the process, if it runs.
+    pub fn signal(&self, signal: i32) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, signal);
+            }
+        }
+    }
+
     /// SIGTERM and a bounded wait for a clean exit; SIGKILL if it does not come.
     pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        self.signal(libc::SIGTERM);
         let mut child = self.child.take()?;
-        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
         for _ in 0..(WAIT.as_millis() / 20) {
             if let Ok(Some(status)) = child.try_wait() {
                 return Some(status);
