@@ -297,6 +297,16 @@ impl TcpListener {
         TcpListener::listen(addr, true, 1024, shards)
     }
 
+    /// Binds `addr` the way [`TcpListener::bind`] does but does not listen: the port stays
+    /// this process's (no outgoing connection gets it as its source port) while the shards'
+    /// listeners join it; the socket takes no connections.
+    pub fn hold_port(addr: std::net::SocketAddr) -> io::Result<socket2::Socket> {
+        let socket = tcp_socket(addr)?;
+        socket.set_reuse_port(true)?;
+        socket.bind(&addr.into())?;
+        Ok(socket)
+    }
+
     /// Binds for one shard alone (SO_REUSEADDR only): a second listener on the address, in
     /// this process or another, fails with `AddrInUse` instead of sharing the connections.
     /// For endpoints a single shard serves (metrics).

@@ -131,6 +131,13 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     // Cluster mode is checked (and the data dir claimed) before anything listens.
     let cluster = cluster::prepare(&config)?.map(Arc::new);
     let listen = check_port_free(config.listen)?;
+    // Held (bound, never listening) until the process ends: the shards listen only after
+    // their start-up, in shard order, and meanwhile an outgoing connection of this host must
+    // not take the port as its source port (seen with port 0 under many connections).
+    let _port_hold = TcpListener::hold_port(listen).map_err(|source| ServerError::PortInUse {
+        addr: listen,
+        source,
+    })?;
     if config.listen.port() == 0 && config.advertised_follows_listeners() {
         config.advertised_port = listen.port();
     }
