@@ -12,19 +12,16 @@
 
 mod broker;
 
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::FetchResponse;
-use kafka_protocol::messages::join_group_request::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kafka_protocol::messages::join_group_response::JoinGroupResponse;
-use kafka_protocol::messages::{ApiKey, GroupId};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::ApiKey;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 
-use broker::{s, Broker, Client};
+use broker::cpu_load::CpuLoad;
+use broker::{Broker, Client};
 
 const TOPIC: &str = "wakeups";
 const PARTITIONS: i32 = 4;
@@ -39,43 +36,6 @@ const WOKEN_WAIT_MS: i32 = 20_000;
 const REBALANCE_DELAY_MS: u64 = 300;
 /// The longest a SIGTERM may take to stop an idle broker (no connections to drain).
 const STOP_WAIT: Duration = Duration::from_secs(5);
-
-/// Busy processes, two per core, each bounded by `timeout`; killed on drop.
-struct CpuLoad {
-    children: Vec<Child>,
-}
-
-impl CpuLoad {
-    fn start(limit: Duration) -> CpuLoad {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let children = (0..2 * cores)
-            .map(|_| {
-                // A group of its own, so that drop kills `timeout` and the loop it runs.
-                Command::new("timeout")
-                    .arg(limit.as_secs().max(1).to_string())
-                    .args(["sh", "-c", "while :; do :; done"])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .process_group(0)
-                    .spawn()
-                    .expect("start a CPU load process")
-            })
-            .collect();
-        CpuLoad { children }
-    }
-}
-
-impl Drop for CpuLoad {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            // SAFETY: kill(2) of the process group of a child we spawned and have not reaped.
-            unsafe {
-                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
-            }
-            let _ = child.wait();
-        }
-    }
-}
 
 fn cycles() -> usize {
     std::env::var("RUNTIME_SOAK_CYCLES")
@@ -107,26 +67,13 @@ fn records_len(resp: &FetchResponse) -> usize {
     p.records.as_ref().map_or(0, |r| r.len())
 }
 
-fn join_request(group: &str, member_id: &str) -> JoinGroupRequest {
-    let mut protocol = JoinGroupRequestProtocol::default();
-    protocol.name = StrBytes::from_static_str("range");
-    protocol.metadata = bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]);
-    let mut req = JoinGroupRequest::default();
-    req.group_id = GroupId(s(group));
-    req.session_timeout_ms = 10_000;
-    req.rebalance_timeout_ms = 10_000;
-    req.member_id = s(member_id);
-    req.protocol_type = StrBytes::from_static_str("consumer");
-    req.protocols = vec![protocol];
-    req
-}
-
 /// The member-id round of a join, retried while the coordinator loads its partitions.
 fn first_join(c: &mut Client, group: &str) -> JoinGroupResponse {
     const LOAD_IN_PROGRESS: i16 = 14;
     let deadline = Instant::now() + broker::WAIT;
     loop {
-        let resp: JoinGroupResponse = c.call(ApiKey::JoinGroup, 5, &join_request(group, ""));
+        let resp: JoinGroupResponse =
+            c.call(ApiKey::JoinGroup, 5, &broker::join_group_request(group, ""));
         if resp.error_code != LOAD_IN_PROGRESS || Instant::now() > deadline {
             return resp;
         }
@@ -147,7 +94,7 @@ struct Worst {
 fn timers_and_wakeups_fire_under_cpu_load() {
     let cycles = cycles();
     // Generous: a cycle takes about two seconds on a loaded machine.
-    let _load = CpuLoad::start(Duration::from_secs(120 + 10 * cycles as u64));
+    let _load = CpuLoad::start(2, Duration::from_secs(120 + 10 * cycles as u64));
     let delay = format!("group.initial.rebalance.delay.ms={REBALANCE_DELAY_MS}");
     let mut broker = Broker::start(&[&delay]);
     broker.client().create_topic(TOPIC, PARTITIONS, &[]);
@@ -213,7 +160,7 @@ fn timers_and_wakeups_fire_under_cpu_load() {
         let resp: JoinGroupResponse = consumer.call(
             ApiKey::JoinGroup,
             5,
-            &join_request(&group, resp.member_id.as_str()),
+            &broker::join_group_request(&group, resp.member_id.as_str()),
         );
         let took = asked.elapsed();
         assert_eq!(resp.error_code, 0, "cycle {cycle}: join");

@@ -47,6 +47,8 @@ impl Broker {
             .args(["serve", "--listen", &addr, "--data-dir"])
             .arg(data_dir)
             .args(["--shards", "2"])
+            // Never the default metrics port: parallel tests would share it.
+            .args(["--set", "ringbroker.metrics.listen=none"])
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
             .spawn()

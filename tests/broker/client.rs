@@ -24,6 +24,7 @@ use kafka_protocol::messages::delete_topics_request::{DeleteTopicState, DeleteTo
 use kafka_protocol::messages::delete_topics_response::DeleteTopicsResponse;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::join_group_request::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kafka_protocol::messages::list_offsets_request::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 };
@@ -34,7 +35,9 @@ use kafka_protocol::messages::produce_request::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
 use kafka_protocol::messages::produce_response::ProduceResponse;
-use kafka_protocol::messages::{ApiKey, BrokerId, RequestHeader, ResponseHeader, TopicName};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, GroupId, RequestHeader, ResponseHeader, TopicName,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::ResponseError;
 use ringbroker::protocol::batch_builder::BatchBuilder;
@@ -507,4 +510,19 @@ pub fn s(v: &str) -> StrBytes {
 
 pub fn topic_name(v: &str) -> TopicName {
     TopicName(s(v))
+}
+
+/// A JoinGroup of a consumer with one (range) protocol, 10 s session and rebalance timeouts.
+pub fn join_group_request(group: &str, member_id: &str) -> JoinGroupRequest {
+    let mut protocol = JoinGroupRequestProtocol::default();
+    protocol.name = StrBytes::from_static_str("range");
+    protocol.metadata = bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]);
+    let mut req = JoinGroupRequest::default();
+    req.group_id = GroupId(s(group));
+    req.session_timeout_ms = 10_000;
+    req.rebalance_timeout_ms = 10_000;
+    req.member_id = s(member_id);
+    req.protocol_type = StrBytes::from_static_str("consumer");
+    req.protocols = vec![protocol];
+    req
 }

@@ -113,6 +113,14 @@ pub fn spawn_sharded(
         .arg(data)
         .arg("--shards")
         .arg(shards.to_string());
+    // Never the default metrics port (tests run side by side); a node that serves metrics
+    // names its port in `settings`.
+    if !settings
+        .iter()
+        .any(|s| s.starts_with("ringbroker.metrics.listen="))
+    {
+        cmd.arg("--set").arg("ringbroker.metrics.listen=none");
+    }
     for s in settings {
         cmd.arg("--set").arg(s);
     }
@@ -231,6 +239,12 @@ impl Node {
     /// SIGTERM and a bounded wait for a clean exit; SIGKILL if it does not come.
     pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
         self.signal(libc::SIGTERM);
+        self.wait_exit()
+    }
+
+    /// A bounded wait for the exit of a process already signalled (a second SIGTERM would
+    /// end its stop at once); SIGKILL, with every thread's stack printed, if it does not come.
+    pub fn wait_exit(&mut self) -> Option<std::process::ExitStatus> {
         let mut child = self.child.take()?;
         for _ in 0..(WAIT.as_millis() / 20) {
             if let Ok(Some(status)) = child.try_wait() {
@@ -238,6 +252,14 @@ impl Node {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // What every thread was doing is what explains a stop that hung.
+        let pid = child.id() as i32;
+        eprintln!(
+            "node {} did not stop within {WAIT:?} of SIGTERM; threads: {}\n{}",
+            self.id,
+            super::diagnostics::thread_states(pid),
+            super::diagnostics::backtraces(pid)
+        );
         let _ = child.kill();
         let _ = child.wait();
         None

@@ -5,11 +5,14 @@
 
 pub mod client;
 pub mod cluster;
+pub mod cpu_load;
 pub mod diagnostics;
 pub mod metrics;
 
 #[allow(unused_imports)] // each test binary uses some of them
-pub use client::{fetch_request, s, topic_name, until_coordinator_ready, Client};
+pub use client::{
+    fetch_request, join_group_request, s, topic_name, until_coordinator_ready, Client,
+};
 use diagnostics::{backtraces, thread_states};
 
 use std::io::{BufRead, BufReader};
@@ -41,6 +44,8 @@ pub struct Broker {
     envs: Vec<(String, String)>,
     /// `--shards` of the next start.
     shards: usize,
+    /// What the process was doing when a stop timed out (threads, stacks), for the failure.
+    stop_hang: Option<String>,
 }
 
 impl Broker {
@@ -84,6 +89,7 @@ impl Broker {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             shards: 2,
+            stop_hang: None,
         };
         broker.spawn();
         broker
@@ -91,6 +97,7 @@ impl Broker {
 
     /// Starts the process over this broker's data directory; returns once it accepts.
     pub fn spawn(&mut self) {
+        let log_start = std::fs::metadata(self.log_path()).map_or(0, |m| m.len() as usize);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -104,6 +111,16 @@ impl Broker {
             .arg(self.data_dir())
             .arg("--shards")
             .arg(self.shards.to_string());
+        // Never the default metrics port: tests run side by side, and a scrape meant for one
+        // broker must not reach another. Port 0; the broker prints the one it got.
+        if !self
+            .settings
+            .iter()
+            .any(|s| s.starts_with("ringbroker.metrics.listen="))
+        {
+            cmd.arg("--set")
+                .arg("ringbroker.metrics.listen=127.0.0.1:0");
+        }
         for s in &self.settings {
             cmd.arg("--set").arg(s);
         }
@@ -122,6 +139,7 @@ impl Broker {
         // Port 0: the broker prints the port it got.
         let rx = stdout_lines(&mut child);
         self.child = Some(child);
+        self.metrics_addr = None;
         let deadline = Instant::now() + START_WAIT;
         self.addr = loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -139,7 +157,7 @@ impl Broker {
                      (log {}, threads: {}):\n{}\n{}",
                     self.log_path().display(),
                     thread_states(self.pid()),
-                    self.log(),
+                    self.log_from(log_start),
                     backtraces(self.pid())
                 ),
             }
@@ -191,6 +209,24 @@ impl Broker {
         String::from_utf8_lossy(&std::fs::read(self.log_path()).unwrap_or_default()).into_owned()
     }
 
+    /// The log from byte `start` (this start's lines): its head, where a first cause is, and
+    /// its tail, what happened last (recovery after a kill logs a line per partition, and a
+    /// tail alone lost the cause).
+    fn log_from(&self, start: usize) -> String {
+        const HALF: usize = 24 * 1024;
+        let log = std::fs::read(self.log_path()).unwrap_or_default();
+        let this = &log[start.min(log.len())..];
+        if this.len() <= 2 * HALF {
+            return String::from_utf8_lossy(this).into_owned();
+        }
+        format!(
+            "{}\n[... {} bytes ...]\n{}",
+            String::from_utf8_lossy(&this[..HALF]),
+            this.len() - 2 * HALF,
+            String::from_utf8_lossy(&this[this.len() - HALF..])
+        )
+    }
+
     pub fn log(&self) -> String {
         let log = std::fs::read(self.log_path()).unwrap_or_default();
         let tail = &log[log.len().saturating_sub(8000)..];
@@ -219,11 +255,24 @@ impl Broker {
     /// SIGTERM, then wait (bounded) for the exit status; `None` if the broker had to be
     /// killed. Never panics (it also runs in `Drop`).
     pub fn terminate(&mut self) -> Option<ExitStatus> {
-        let mut child = self.child.take()?;
-        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        self.signal(libc::SIGTERM);
+        self.wait_exit()
+    }
+
+    /// Sends `signal` to the process, if it runs.
+    pub fn signal(&self, signal: i32) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, signal);
+            }
         }
+    }
+
+    /// Waits (bounded by [`WAIT`]) for a process already signalled to exit; `None` if it had
+    /// to be killed, with what its threads were doing kept for the failure message.
+    pub fn wait_exit(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
         let deadline = Instant::now() + WAIT;
         while Instant::now() < deadline {
             match child.try_wait() {
@@ -232,6 +281,13 @@ impl Broker {
                 Err(_) => break,
             }
         }
+        // Before the SIGKILL: what every thread was doing is what explains a hung stop.
+        let pid = child.id() as i32;
+        self.stop_hang = Some(format!(
+            "threads: {}\n{}",
+            thread_states(pid),
+            backtraces(pid)
+        ));
         let _ = child.kill();
         let _ = child.wait();
         None
@@ -240,8 +296,9 @@ impl Broker {
     pub fn assert_clean_stop(&mut self) {
         let Some(status) = self.terminate() else {
             panic!(
-                "the broker did not exit within {WAIT:?} of SIGTERM:\n{}",
-                self.log()
+                "the broker did not exit within {WAIT:?} of SIGTERM:\n{}\n{}",
+                self.log(),
+                self.stop_hang.take().unwrap_or_default()
             );
         };
         assert!(
@@ -262,6 +319,9 @@ impl Drop for Broker {
         let status = self.terminate();
         if std::thread::panicking() {
             eprintln!("broker exit status {status:?}; its log:\n{}", self.log());
+            if let Some(hang) = self.stop_hang.take() {
+                eprintln!("it did not stop on SIGTERM: {hang}");
+            }
         }
     }
 }
