@@ -51,6 +51,10 @@ pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: i64 = 600_000;
 /// after sending it (the Java client's `request.timeout.ms`), so a request still arriving
 /// after that is one its sender has abandoned.
 pub const DEFAULT_REQUEST_READ_TIMEOUT_MS: u64 = 30_000;
+/// `ringbroker.shutdown.timeout.ms` unless set: a stop answers long polls and pending acks at
+/// once and gives slow clients a few seconds, so a stop still running after this is stuck;
+/// below a supervisor's usual kill timeout (systemd: 90 s), so the broker names what hung.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 15_000;
 
 /// Kafka's `fetch.max.bytes` default, 55 MiB, and its smallest accepted value.
 pub const DEFAULT_FETCH_MAX_BYTES: usize = 57_671_680;
@@ -125,6 +129,9 @@ pub struct BrokerConfig {
     /// `ringbroker.request.read.timeout.ms`: once the first bytes of a request arrived, the
     /// rest must arrive within this (or within `connections.max.idle.ms` if that is shorter).
     pub request_read_timeout_ms: u64,
+    /// `ringbroker.shutdown.timeout.ms`: from SIGTERM (or a failure), the process ends within
+    /// this; past it, it exits non-zero at once, naming what was still open.
+    pub shutdown_timeout_ms: u64,
     /// `max.connections`: open connections across all shards; more are closed at once.
     pub max_connections: usize,
     /// `max.connections.per.ip`: open connections from one address (Kafka's default,
@@ -145,9 +152,6 @@ pub struct BrokerConfig {
     pub producer_id_expiration_ms: i64,
     /// `ringbroker.metrics.listen`: where shard 0 serves `GET /metrics`; `None` disables it.
     pub metrics_listen: Option<SocketAddr>,
-    /// Whether `ringbroker.metrics.listen` was set. The default address is best effort (a
-    /// busy port is logged and the broker runs without metrics); a chosen one must bind.
-    pub metrics_listen_explicit: bool,
     /// `ringbroker.log.slow.fsync.warn.ms`: fdatasyncs slower than this are logged; 0 = never.
     pub slow_fsync_warn_ms: u64,
     /// `ringbroker.disk.free.warn.bytes`: warn when the data dir's filesystem has less free
@@ -193,6 +197,7 @@ impl Default for BrokerConfig {
             hw_checkpoint_interval_ms: DEFAULT_HW_CHECKPOINT_INTERVAL_MS,
             connections_max_idle_ms: DEFAULT_CONNECTIONS_MAX_IDLE_MS,
             request_read_timeout_ms: DEFAULT_REQUEST_READ_TIMEOUT_MS,
+            shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: i32::MAX as u64,
             max_connections_per_ip_overrides: BTreeMap::new(),
@@ -202,7 +207,6 @@ impl Default for BrokerConfig {
             producer_id_expiration_ms:
                 crate::idempotence::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             metrics_listen: Some(DEFAULT_METRICS_LISTEN),
-            metrics_listen_explicit: false,
             slow_fsync_warn_ms: DEFAULT_SLOW_FSYNC_WARN_MS,
             disk_free_warn_bytes: DEFAULT_DISK_FREE_WARN_BYTES,
             disk_free_warn_percent: DEFAULT_DISK_FREE_WARN_PERCENT,
@@ -556,12 +560,14 @@ impl BrokerConfig {
             "ringbroker.request.read.timeout.ms" => {
                 self.request_read_timeout_ms = positive(value)? as u64
             }
+            "ringbroker.shutdown.timeout.ms" => {
+                self.shutdown_timeout_ms = positive(value)? as u64
+            }
             "ringbroker.metrics.listen" => {
                 self.metrics_listen = match value.trim() {
                     "" | "none" => None,
                     v => Some(parse_listener(v).map_err(bad)?),
                 };
-                self.metrics_listen_explicit = true;
             }
             "max.connections" => self.max_connections = positive(value)? as usize,
             "max.connections.per.ip" => self.max_connections_per_ip = positive(value)? as u64,

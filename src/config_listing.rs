@@ -194,6 +194,9 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
     prop!("ringbroker.request.read.timeout.ms", |c| c
         .request_read_timeout_ms
         .to_string()),
+    prop!("ringbroker.shutdown.timeout.ms", |c| c
+        .shutdown_timeout_ms
+        .to_string()),
     prop!("socket.request.max.bytes", |c| c
         .socket_request_max_bytes
         .to_string()),

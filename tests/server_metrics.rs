@@ -344,38 +344,40 @@ fn metrics_endpoint_refuses_bad_requests_and_keeps_serving() {
 }
 
 #[test]
-fn a_taken_metrics_port_is_skipped_by_default_and_fatal_when_configured() {
-    // The default address: held here (or already by another broker), the broker starts
-    // without metrics.
-    let held = std::net::TcpListener::bind("127.0.0.1:9644");
-    let broker = Broker::start(&[]);
-    if held.is_ok() {
-        assert_eq!(broker.metrics_addr, None);
-    }
-    broker.stop_cleanly();
-
-    // A configured address that is taken: the broker refuses to start and says why.
+fn a_second_broker_on_a_metrics_port_in_use_is_refused() {
+    // As on the Kafka port: two brokers answering scrapes on one port would report each
+    // other's figures (the default port included; tests use port 0 so they never share it).
+    let first = Broker::start(&["ringbroker.metrics.listen=127.0.0.1:0"]);
+    let port = first.metrics_addr.expect("metrics address").port();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = taken.local_addr().expect("addr").port();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringbroker"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--shards",
-            "2",
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .arg("--set")
-        .arg(format!("ringbroker.metrics.listen=127.0.0.1:{port}"))
-        .output()
-        .expect("run the broker");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("cannot serve metrics on 127.0.0.1:{port}")),
-        "{stderr}"
-    );
+    let other_port = taken.local_addr().expect("addr").port();
+    for port in [port, other_port] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--shards",
+                "2",
+                "--data-dir",
+            ])
+            .arg(dir.path())
+            .arg("--set")
+            .arg(format!("ringbroker.metrics.listen=127.0.0.1:{port}"))
+            .output()
+            .expect("run the broker");
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("cannot serve metrics on 127.0.0.1:{port}"))
+                && stderr.contains("another broker"),
+            "{stderr}"
+        );
+    }
+    // The first broker still serves its own scrapes.
+    let (status, _, body) = get(first.metrics_addr.expect("metrics address"), "/metrics");
+    assert_eq!(status, 200);
+    assert!(body.contains("ringbroker_connections_open"));
+    first.stop_cleanly();
 }

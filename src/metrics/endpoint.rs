@@ -30,56 +30,58 @@ pub const STAGES_JSON_PATH: &str = "/metrics/stages.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
-    #[error("cannot serve metrics on {addr}: {source} (set ringbroker.metrics.listen to another address, or to none)")]
+    #[error("cannot serve metrics on {addr}: {source} (is another broker running with this metrics port? set ringbroker.metrics.listen to another address, or to none)")]
     Bind {
         addr: SocketAddr,
         source: std::io::Error,
     },
 }
 
-/// Checks before the shards start that the metrics address is free, and resolves port 0 to
-/// a real port. Returns the address shard 0 will bind, or `None` when metrics are off or the
-/// default address is taken (logged: another broker on the machine holds it). A configured
-/// address that stays taken is an error, so the broker does not start.
-pub fn reserve(config: &BrokerConfig) -> Result<Option<SocketAddr>, EndpointError> {
+/// The metrics port, bound and listening from before the shards start until the process
+/// ends: nothing else on the machine can take it meanwhile (a second broker on the same port
+/// is refused at its start, as on the Kafka port). Shard 0 takes it once it serves;
+/// connections that come earlier wait in the backlog.
+pub struct Reserved {
+    listener: std::sync::Mutex<Option<std::net::TcpListener>>,
+}
+
+/// Binds the metrics address before the shards start (port 0 resolves to a real port).
+/// Returns `None` when metrics are off. A taken address, the default one included, is an
+/// error: two brokers answering scrapes on one port would report each other's figures.
+pub fn reserve(config: &BrokerConfig) -> Result<Option<(SocketAddr, Reserved)>, EndpointError> {
     let Some(addr) = config.metrics_listen else {
         return Ok(None);
     };
     let started = std::time::Instant::now();
     loop {
-        match std::net::TcpListener::bind(addr).and_then(|probe| probe.local_addr()) {
-            Ok(bound) => return Ok(Some(bound)),
-            // Only a configured address is worth waiting for (a killed predecessor's port is
-            // released a moment after it dies); the default one is often held by another
-            // broker on the machine, and every start would pay the wait.
+        let bound = std::net::TcpListener::bind(addr).and_then(|l| l.local_addr().map(|a| (a, l)));
+        match bound {
+            Ok((bound, listener)) => {
+                let reserved = Reserved {
+                    listener: std::sync::Mutex::new(Some(listener)),
+                };
+                return Ok(Some((bound, reserved)));
+            }
+            // A killed predecessor's port is released a moment after it dies.
             Err(e)
                 if e.kind() == std::io::ErrorKind::AddrInUse
-                    && config.metrics_listen_explicit
                     && started.elapsed() < PORT_RELEASE_WAIT =>
             {
                 std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(source) if !config.metrics_listen_explicit => {
-                tracing::warn!(%addr, error = %source, "metrics endpoint not started: the default metrics address is taken (set ringbroker.metrics.listen)");
-                return Ok(None);
             }
             Err(source) => return Err(EndpointError::Bind { addr, source }),
         }
     }
 }
 
-/// Binds the endpoint on shard 0 (the address [`reserve`] checked) and prints
-/// `metrics on ADDR`. Failing here (the port was taken since) costs the metrics, not the
-/// broker: the shard logs it and serves Kafka without them.
-pub fn bind(shard_id: usize, config: &BrokerConfig) -> Option<TcpListener> {
-    let addr = config.metrics_listen.filter(|_| shard_id == 0)?;
-    let listener = match TcpListener::bind_exclusive(addr) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!(%addr, error = %e, "metrics endpoint not started");
-            return None;
-        }
-    };
+/// Shard 0 takes the endpoint [`reserve`] bound and prints `metrics on ADDR`.
+pub fn bind(shard_id: usize, reserved: Option<&Reserved>) -> Option<TcpListener> {
+    if shard_id != 0 {
+        return None;
+    }
+    let std_listener = reserved?.listener.lock().ok()?.take()?;
+    let addr = std_listener.local_addr().ok()?;
+    let listener = TcpListener::from_std(std_listener);
     {
         use std::io::Write;
         println!("metrics on {addr}");
@@ -98,6 +100,7 @@ pub fn spawn(listener: TcpListener, shard: Rc<Shard>, shutdown: Rc<ShutdownSigna
         {
             let shard = Rc::clone(&shard);
             let active = Rc::clone(&active);
+            let shutdown = Rc::clone(&shutdown);
             runtime::spawn_detached(async move {
                 if active.get() >= MAX_CONCURRENT {
                     let busy = http::error_response(
@@ -108,7 +111,9 @@ pub fn spawn(listener: TcpListener, shard: Rc<Shard>, shutdown: Rc<ShutdownSigna
                     return;
                 }
                 active.set(active.get() + 1);
-                serve_one(&shard, stream).await;
+                // A stopping broker closes scrapes in progress: one waiting on a shard that
+                // already stopped would never be answered.
+                futures_lite::future::or(serve_one(&shard, stream), shutdown.wait()).await;
                 active.set(active.get() - 1);
             });
         }

@@ -307,6 +307,14 @@ impl TcpListener {
         Ok(socket)
     }
 
+    /// Takes over a listening socket bound elsewhere (before the shards started).
+    pub fn from_std(listener: std::net::TcpListener) -> TcpListener {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        // SAFETY: the descriptor is a bound, listening TCP socket whose ownership moves here.
+        let inner = unsafe { glommio::net::TcpListener::from_raw_fd(listener.into_raw_fd()) };
+        TcpListener { inner }
+    }
+
     /// Binds for one shard alone (SO_REUSEADDR only): a second listener on the address, in
     /// this process or another, fails with `AddrInUse` instead of sharing the connections.
     /// For endpoints a single shard serves (metrics).

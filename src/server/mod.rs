@@ -15,6 +15,7 @@ pub mod handlers;
 mod refusal_log;
 mod response_writer;
 mod startup_log;
+pub mod stop;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 use self::connection_limits::ConnectionLimits;
 use self::refusal_log::RefusalLog;
 use self::startup_log::StartupInfo;
+use self::stop::{Phase, Progress, StopCause, StopSupervisor};
 use crate::config::BrokerConfig;
 use crate::health::disk_space::{self, DiskSpaceWatch, DiskThresholds};
 use crate::runtime::{self, ShardContext, ShardsConfig, TcpListener};
@@ -56,14 +58,18 @@ pub enum ServerError {
     Metrics(#[from] crate::metrics::endpoint::EndpointError),
     #[error("shard {shard} failed: {reason}")]
     Shard { shard: usize, reason: String },
+    #[error("stopped after a failure: {0}")]
+    Stopped(String),
     #[error(transparent)]
     Cluster(#[from] cluster::ClusterStartError),
 }
 
 /// The signals that stop the broker cleanly.
 const STOP_SIGNALS: [i32; 2] = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT];
-/// How long shutdown waits for connections to finish their in-flight requests.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for connections to finish their in-flight requests. Long polls
+/// and acks=all waits are answered at once when the broker stops, so this is for clients
+/// slow to read their answers; it stays well inside `ringbroker.shutdown.timeout.ms`.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Holds an exclusive `flock` on `<data dir>/.lock` for the life of the process.
 struct DataDirLock {
@@ -144,15 +150,22 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     config.listen = listen;
     // Resolved once, so that every shard gets the same limit and the log says which.
     config.produce_memory_max_bytes = Some(config.produce_memory_limit());
-    config.metrics_listen = crate::metrics::endpoint::reserve(&config)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in STOP_SIGNALS {
-        signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(ServerError::Signals)?;
-    }
+    let metrics = crate::metrics::endpoint::reserve(&config)?;
+    config.metrics_listen = metrics.as_ref().map(|(addr, _)| *addr);
+    let metrics = Arc::new(metrics.map(|(_, reserved)| reserved));
     let shards = ShardsConfig {
         pin: config.pin_shards,
         ..ShardsConfig::unpinned(config.shards)
     };
+    let progress = Arc::new(Progress::new(shards.shards));
+    let stop = Arc::new(AtomicBool::new(false));
+    let supervisor = StopSupervisor::start(
+        &STOP_SIGNALS,
+        Arc::clone(&stop),
+        Duration::from_millis(config.shutdown_timeout_ms),
+        Arc::clone(&progress),
+    )
+    .map_err(ServerError::Signals)?;
     tracing::info!(
         listen = %listen,
         data_dir = %config.data_dir.display(),
@@ -176,6 +189,9 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     let ready = Arc::new(Ready {
         shards: shards.shards,
         bound: AtomicUsize::new(0),
+        settled: (0..shards.shards)
+            .map(|_| std::sync::atomic::AtomicBool::new(false))
+            .collect(),
         banner,
         startup: StartupInfo::new(&config, started),
     });
@@ -185,15 +201,26 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
         &config.max_connections_per_ip_overrides,
     );
     stop_on_panic();
+    let started_shards = Started {
+        stop,
+        ready,
+        limits,
+        cluster,
+        metrics,
+        progress,
+    };
     let results = runtime::run_shards(&shards, move |ctx: ShardContext<MeshMessage>| {
         let id = ctx.id();
         async move {
-            let result = shard_main(ctx, config, stop, ready, limits, cluster).await;
+            let progress = Arc::clone(&started_shards.progress);
+            let ready = Arc::clone(&started_shards.ready);
+            let result = shard_main(ctx, config, started_shards).await;
+            ready.settle(id);
+            progress.set_phase(id, Phase::Stopped);
             if let Err(reason) = &result {
                 // Never half alive: the other shards stop as on SIGTERM, and the process
-                // exits non-zero.
-                tracing::error!(shard = id, %reason, "shard failed; stopping the broker");
-                request_stop();
+                // exits non-zero. The supervisor logs the first cause only.
+                stop::request_stop(format!("shard {id} failed: {reason}"));
             }
             result
         }
@@ -201,31 +228,25 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     for (shard, r) in results.into_iter().enumerate() {
         r.map_err(|reason| ServerError::Shard { shard, reason })?;
     }
+    // Every shard stopped cleanly; a failure elsewhere (a panicked thread) still fails.
+    if let Some(StopCause::Failure(reason)) = supervisor.cause() {
+        return Err(ServerError::Stopped(reason));
+    }
     tracing::info!("stopped cleanly");
     Ok(())
 }
 
-/// How long the shards get to stop after one of them failed, before the process exits anyway
-/// (a shard may wait for a reply the failed one will never send).
-const FAILED_STOP_GRACE: Duration = Duration::from_secs(30);
-
-/// After a shard failed: stops every shard as SIGTERM does (the signal handler wakes each of
-/// them) and makes sure the process ends, non-zero, within [`FAILED_STOP_GRACE`].
-fn request_stop() {
-    // SAFETY: kill(2) of our own process with a signal whose handler is installed.
-    unsafe {
-        libc::kill(libc::getpid(), signal_hook::consts::SIGTERM);
-    }
-    let _ = std::thread::Builder::new()
-        .name("ringbroker-failed-stop".into())
-        .spawn(|| {
-            std::thread::sleep(FAILED_STOP_GRACE);
-            tracing::error!(
-                "the shards did not stop within {FAILED_STOP_GRACE:?} of a shard failure; exiting"
-            );
-            // SAFETY: ends the process at once; logs are crash-safe (recovery on restart).
-            unsafe { libc::_exit(1) }
-        });
+/// What every shard starts with, besides its context and the configuration.
+#[derive(Clone)]
+struct Started {
+    /// Set on the first stop cause (signal handler or supervisor).
+    stop: Arc<AtomicBool>,
+    ready: Arc<Ready>,
+    limits: Arc<ConnectionLimits>,
+    cluster: Option<Arc<cluster::ClusterSetup>>,
+    /// The metrics port bound before the shards started (shard 0 serves it).
+    metrics: Arc<Option<crate::metrics::endpoint::Reserved>>,
+    progress: Arc<Progress>,
 }
 
 /// A panic on any thread is logged and stops the broker (the panicking shard is gone; the
@@ -234,18 +255,21 @@ fn stop_on_panic() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let thread = std::thread::current();
+        let name = thread.name().unwrap_or("unnamed").to_string();
         tracing::error!(
-            thread = thread.name().unwrap_or("unnamed"),
+            thread = %name,
             panic = %info,
             "a broker thread panicked; stopping the broker"
         );
         previous(info);
-        request_stop();
+        stop::request_stop(format!("thread {name} panicked: {info}"));
     }));
 }
 
-/// Test hooks: `RINGBROKER_FAILPOINT=shard-start:N` makes shard N fail to start and
-/// `shard-panic:N` makes it panic once it serves, so tests can check the process ends.
+/// Test hooks: `RINGBROKER_FAILPOINT=shard-start:N` makes shard N fail to start,
+/// `shard-panic:N` makes it panic once it serves, `shard-hold:N` holds its start-up until the
+/// broker stops, and `stop-hang:N` makes its stop never finish, so tests can check how the
+/// process ends.
 fn failpoint(kind: &str, shard: usize) -> bool {
     std::env::var("RINGBROKER_FAILPOINT")
         .is_ok_and(|v| v.split(',').any(|f| f == format!("{kind}:{shard}")))
@@ -311,22 +335,41 @@ const LISTEN_TURN_POLL: Duration = Duration::from_millis(2);
 struct Ready {
     shards: usize,
     bound: AtomicUsize,
+    /// Per shard: past its start-up (listening, stopped before listening, or failed). A shard
+    /// in start-up may still ask the others (metadata, topic creation), so none ends before
+    /// every shard is settled: one that stopped early used to leave another waiting for ever
+    /// on a reply it would never send.
+    settled: Vec<std::sync::atomic::AtomicBool>,
     banner: String,
     /// The startup line's settings and every shard's recovery results.
     startup: StartupInfo,
 }
 
 impl Ready {
-    /// Resolves once every shard before `shard` listens (each takes its turn with
-    /// [`Ready::shard_bound`]), or fails if the broker is stopping meanwhile.
-    async fn wait_turn_to_listen(&self, shard: usize, stop: &AtomicBool) -> Result<(), String> {
+    /// Resolves `true` once every shard before `shard` listens (each takes its turn with
+    /// [`Ready::shard_bound`]), or `false` if the broker is stopping meanwhile (a signal, or
+    /// another shard failed: a knock-on, not a failure of this shard).
+    async fn wait_turn_to_listen(&self, shard: usize, stop: &AtomicBool) -> bool {
         while self.bound.load(Ordering::Acquire) < shard {
             if stop.load(Ordering::Acquire) {
-                return Err("stopped before listening".to_string());
+                return false;
             }
             runtime::sleep(LISTEN_TURN_POLL).await;
         }
-        Ok(())
+        !stop.load(Ordering::Acquire)
+    }
+
+    fn settle(&self, shard: usize) {
+        if let Some(s) = self.settled.get(shard) {
+            s.store(true, Ordering::Release);
+        }
+    }
+
+    /// Resolves once every shard is past its start-up (bounded by the stop's deadline).
+    async fn all_settled(&self) {
+        while !self.settled.iter().all(|s| s.load(Ordering::Acquire)) {
+            runtime::sleep(LISTEN_TURN_POLL).await;
+        }
     }
 
     fn shard_bound(&self) {
@@ -344,11 +387,16 @@ impl Ready {
 async fn shard_main(
     ctx: ShardContext<MeshMessage>,
     config: BrokerConfig,
-    stop: Arc<AtomicBool>,
-    ready: Arc<Ready>,
-    limits: Arc<ConnectionLimits>,
-    cluster: Option<Arc<cluster::ClusterSetup>>,
+    started: Started,
 ) -> Result<(), String> {
+    let Started {
+        stop,
+        ready,
+        limits,
+        cluster,
+        metrics,
+        progress,
+    } = started;
     let listen = config.listen;
     if failpoint("shard-start", ctx.id()) {
         return Err("failpoint shard-start".to_string());
@@ -356,11 +404,18 @@ async fn shard_main(
     // Before the logs open: their caches share this budget.
     crate::log::tail_cache::set_shard_budget(config.tail_cache_bytes);
     let (shard, inboxes, recovery) = Shard::start(ctx, config).await.map_err(|e| e.to_string())?;
+    if failpoint("shard-hold", shard.id) {
+        // A start-up that takes long (a large recovery) until the broker is told to stop.
+        while !stop.load(Ordering::Acquire) {
+            runtime::sleep(LISTEN_TURN_POLL).await;
+        }
+    }
     ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);
     shard.publish_offline_partitions().await;
-    // In cluster mode the controller creates it (server/cluster.rs).
-    if cluster.is_none() {
+    // In cluster mode the controller creates it (server/cluster.rs). Not while stopping:
+    // the other shards may be gone.
+    if cluster.is_none() && !stop.load(Ordering::Acquire) {
         shard.ensure_offsets_topic(-1).await;
     }
     let mut cluster_tasks = None;
@@ -375,11 +430,31 @@ async fn shard_main(
         }
     }
     // In shard order: the steering program picks listeners by their place in the group.
-    ready.wait_turn_to_listen(shard.id, &stop).await?;
+    progress.set_phase(shard.id, Phase::WaitingToListen);
+    if !ready.wait_turn_to_listen(shard.id, &stop).await {
+        // Stopped during start-up (a signal, or another shard failed): nothing was served,
+        // the logs close as on any stop.
+        tracing::info!(shard = shard.id, "stopped before listening");
+        ready.settle(shard.id);
+        progress.set_phase(shard.id, Phase::StoppingTasks);
+        shard.begin_stop();
+        if let Some(replicas) = shard.replicas.get() {
+            replicas.stop();
+        }
+        if let Some(tasks) = cluster_tasks {
+            tasks.stop().await;
+        }
+        ready.all_settled().await;
+        progress.set_phase(shard.id, Phase::ClosingLogs);
+        shard.close_logs().await;
+        return Ok(());
+    }
     let listener = TcpListener::bind(listen, ready.shards)
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let metrics_listener = crate::metrics::endpoint::bind(shard.id, &shard.config);
+    let metrics_listener = crate::metrics::endpoint::bind(shard.id, (*metrics).as_ref());
     ready.shard_bound();
+    ready.settle(shard.id);
+    progress.set_phase(shard.id, Phase::Serving);
     if failpoint("shard-panic", shard.id) {
         runtime::spawn_detached(async { panic!("failpoint shard-panic") });
     }
@@ -393,6 +468,7 @@ async fn shard_main(
         let shard = Rc::clone(&shard);
         let shutdown = Rc::clone(&shutdown);
         let connections = Rc::clone(&connections);
+        let progress = Arc::clone(&progress);
         runtime::spawn(async move {
             let refusals = RefusalLog::default();
             while let Some(stream) =
@@ -413,12 +489,16 @@ async fn shard_main(
                     }
                 };
                 connections.opened();
+                progress.set_connections(shard.id, connections.count());
                 let shard = Rc::clone(&shard);
                 let shutdown = Rc::clone(&shutdown);
                 let connections = Rc::clone(&connections);
+                let progress = Arc::clone(&progress);
                 runtime::spawn_detached(async move {
+                    let id = shard.id;
                     connection::serve(shard, stream, peer, shutdown).await;
                     connections.closed();
+                    progress.set_connections(id, connections.count());
                     drop(admitted);
                 });
             }
@@ -489,7 +569,9 @@ async fn shard_main(
         }
     }
     tracing::info!(shard = shard.id, "shutting down: no new connections");
+    progress.set_phase(shard.id, Phase::StoppingTasks);
     shutdown.trigger();
+    shard.begin_stop();
     shard.close_groups();
     if let Some(replicas) = shard.replicas.get() {
         replicas.stop();
@@ -501,6 +583,7 @@ async fn shard_main(
     accept_task.await;
     housekeeping.await;
     tracing::debug!(shard = shard.id, "waiting for open connections to finish");
+    progress.set_phase(shard.id, Phase::Draining);
     let drained = connections.all_closed();
     if futures_lite::future::or(
         async {
@@ -521,6 +604,13 @@ async fn shard_main(
             open = connections.count(),
             "connections still open after {DRAIN_TIMEOUT:?}; closing the logs under them"
         );
+    }
+    // A shard still starting may need this one's answers (it stops at its turn to listen).
+    ready.all_settled().await;
+    progress.set_phase(shard.id, Phase::ClosingLogs);
+    if failpoint("stop-hang", shard.id) {
+        // A stop that never finishes: the deadline (or a second signal) must end it.
+        std::future::pending::<()>().await;
     }
     shard.close_logs().await;
     Ok(())

@@ -84,7 +84,7 @@ impl Shard {
             }
         }
         if by_shard.is_empty() {
-            runtime::sleep(timeout).await;
+            futures_lite::future::or(runtime::sleep(timeout), self.stopping.wait()).await;
             return false;
         }
         let (tx, rx) = runtime::local_channel::<bool>(by_shard.len());
@@ -131,7 +131,11 @@ impl Shard {
             runtime::sleep(timeout + Duration::from_millis(50)).await;
             false
         };
-        futures_lite::future::or(first_data, deadline).await
+        let stopping = async {
+            self.stopping.wait().await;
+            false
+        };
+        futures_lite::future::or(first_data, futures_lite::future::or(deadline, stopping)).await
     }
 
     /// Waits on this shard's `partitions` for their HW (or, with `log_end`, their written
@@ -168,7 +172,11 @@ impl Shard {
         }
         let appended = async { woken.await.is_some() };
         let timeout = async {
-            runtime::sleep(Duration::from_millis(timeout_ms)).await;
+            futures_lite::future::or(
+                runtime::sleep(Duration::from_millis(timeout_ms)),
+                self.stopping.wait(),
+            )
+            .await;
             false
         };
         // Dropping `waker` on return unregisters it from every partition.

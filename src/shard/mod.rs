@@ -98,6 +98,8 @@ pub struct Shard {
     cluster_admin: std::cell::OnceCell<cluster_admin::ClusterAdmin>,
     /// Cluster mode: this shard's replication (roles, fetchers, ISR changes).
     pub replicas: std::cell::OnceCell<Rc<replica_manager::ReplicaManager>>,
+    /// Triggered when the broker stops: long polls answer with what they have.
+    pub stopping: crate::util::shutdown::ShutdownSignal,
 }
 
 impl Shard {
@@ -154,6 +156,7 @@ impl Shard {
             cluster: std::cell::OnceCell::new(),
             cluster_admin: std::cell::OnceCell::new(),
             replicas: std::cell::OnceCell::new(),
+            stopping: crate::util::shutdown::ShutdownSignal::new(),
         });
         let meta = shard.metadata();
         if id == 0 {
@@ -608,6 +611,16 @@ impl Shard {
             let config = p.log.config();
             config.flush_ms != i64::MAX || config.flush_messages != u64::MAX
         })
+    }
+
+    /// The broker stops: requests waiting for data or for replicas are answered now (long
+    /// polls with what they have, acks=all with NOT_LEADER_OR_FOLLOWER), so that draining the
+    /// connections takes no longer than writing those answers.
+    pub fn begin_stop(&self) {
+        self.stopping.trigger();
+        for p in self.owned_partitions() {
+            p.begin_close();
+        }
     }
 
     /// Clean shutdown of every owned log (flush, checkpoint, clean-shutdown marker).

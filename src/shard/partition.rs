@@ -71,6 +71,9 @@ pub struct Partition {
     pub(super) replica_io: Exclusive,
     /// Bytes appended from the leader, and read for followers (metrics).
     pub(super) replica_bytes: (Cell<u64>, Cell<u64>),
+    /// The broker is stopping: acks=all waits answer NOT_LEADER_OR_FOLLOWER at once (as
+    /// after Kafka's controlled shutdown moved leadership away) instead of holding the stop.
+    pub(super) closing: Cell<bool>,
 }
 
 impl Partition {
@@ -91,6 +94,7 @@ impl Partition {
             low_watermark_waiters: RefCell::new(Vec::new()),
             replica_io: Exclusive::new(),
             replica_bytes: (Cell::new(0), Cell::new(0)),
+            closing: Cell::new(false),
         }
     }
 
@@ -189,6 +193,14 @@ impl Partition {
 
     /// Clean close: wakes fetchers, closes the log (flush, checkpoint, clean-shutdown marker)
     /// and snapshots the producer state at the log end.
+    /// The broker is stopping: every waiter (acks=all, DeleteRecords, long polls) is
+    /// answered now rather than at its timeout.
+    pub fn begin_close(&self) {
+        self.closing.set(true);
+        self.wake_hw_waiters();
+        self.notify_append();
+    }
+
     pub async fn close(&self) -> Result<(), LogError> {
         self.notify_append();
         self.note_high_watermark();

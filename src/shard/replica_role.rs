@@ -274,6 +274,15 @@ impl Partition {
         loop {
             let waiter = {
                 let role = self.role.borrow();
+                if self.closing.get() && !matches!(&*role, ReplicaRole::Alone) {
+                    return Err(PartitionError::new(
+                        ResponseError::NotLeaderOrFollower.code(),
+                        format!(
+                            "the broker is stopping; {}-{} moves to another leader",
+                            self.topic, self.index
+                        ),
+                    ));
+                }
                 let leader = match &*role {
                     ReplicaRole::Alone => return Ok(()),
                     ReplicaRole::Leader(l) if Some(l.leader_epoch()) == epoch => l,

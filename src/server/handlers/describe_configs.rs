@@ -287,6 +287,12 @@ fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'stati
             "Time for the rest of a request to arrive once its first bytes did (at most connections.max.idle.ms).",
         ),
         (
+            "ringbroker.shutdown.timeout.ms",
+            c.shutdown_timeout_ms.to_string(),
+            TYPE_LONG,
+            "From SIGTERM or a failure, the broker ends within this; past it, it exits non-zero at once.",
+        ),
+        (
             "max.connections",
             c.max_connections.to_string(),
             TYPE_INT,

@@ -129,7 +129,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
             .wait_for_data(waits, deadline - now, replica.is_some())
             .await;
         metrics::record_stage(Stage::FetchWait, now.elapsed());
-        last_look = !arrived && Instant::now() >= deadline;
+        // A stopping broker answers with what it has (one last look, as at the deadline).
+        last_look = (!arrived && Instant::now() >= deadline) || shard.stopping.is_triggered();
     }
 }
 

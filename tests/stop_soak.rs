@@ -1,0 +1,310 @@
+//! Every SIGTERM stops the broker cleanly and promptly, whatever its clients are doing.
+//!
+//! Each cycle starts a broker, puts live work on it — acks=all producers, a long poll on a
+//! partition nobody writes to, a JoinGroup held by the initial rebalance delay (single node),
+//! a metrics scraper and a metrics connection that says nothing — and sends SIGTERM. The stop
+//! must answer the long poll and the join at once (not at their timeouts), and the process
+//! must exit 0. A stop that hangs fails with every thread's stack (the harness). The cores are
+//! kept busy meanwhile: stuck stops showed only under contention.
+//!
+//! CI runs [`CI_CYCLES`] of each kind; `STOP_SOAK_CYCLES=1000 cargo test --release --test
+//! stop_soak -- --nocapture` is the long run (figures in docs/shutdown.md). The stop times are
+//! reported, not asserted (a busy machine is slow, not wrong).
+
+mod broker;
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::join_group_response::JoinGroupResponse;
+use kafka_protocol::messages::ApiKey;
+use ringbroker::protocol::batch_builder::BatchBuilder;
+
+use broker::cluster::{
+    free_ports, settings, start_node, topic_partitions, voters, wait_for, Node, MAX_POLLS, POLL,
+};
+use broker::cpu_load::CpuLoad;
+use broker::{Broker, Client};
+
+const TOPIC: &str = "stops";
+const PARTITIONS: i32 = 3;
+/// Producers write to partitions below this one; the long poll waits on it.
+const IDLE_PARTITION: i32 = PARTITIONS - 1;
+const CI_CYCLES: usize = 3;
+const GROUP: &str = "stop-soak";
+/// Threads whose panics are expected (their broker went away mid-request): not printed.
+const LOAD_THREAD: &str = "stop-soak-load";
+
+fn cycles() -> usize {
+    std::env::var("STOP_SOAK_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CI_CYCLES)
+}
+
+/// Load threads end by panicking when the broker closes their connection; keep those quiet.
+fn quiet_load_thread_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() != Some(LOAD_THREAD) {
+            previous(info);
+        }
+    }));
+}
+
+/// The work a broker has in flight when it is told to stop.
+struct Live {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    /// A metrics connection that never sends a request.
+    _silent: Option<TcpStream>,
+}
+
+impl Live {
+    /// acks=all producers to each written partition's leader, and a metrics scraper.
+    fn start(leaders: &[SocketAddr], metrics: Option<SocketAddr>) -> Live {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for (partition, &leader) in leaders.iter().enumerate().take(IDLE_PARTITION as usize) {
+            let stop = Arc::clone(&stop);
+            threads.push(load_thread(move || {
+                let mut c = Client::connect(leader);
+                while !stop.load(Ordering::Relaxed) {
+                    let mut b = BatchBuilder::new(1_700_000_000_000);
+                    b.push(None, Some(&[7u8; 512]), 1_700_000_000_000, &[]);
+                    c.produce_records(9, -1, TOPIC, partition as i32, b.build());
+                }
+            }));
+        }
+        if let Some(addr) = metrics {
+            let stop = Arc::clone(&stop);
+            threads.push(load_thread(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    broker::metrics::scrape(addr);
+                }
+            }));
+        }
+        Live {
+            stop,
+            threads,
+            _silent: metrics.and_then(|m| TcpStream::connect(m).ok()),
+        }
+    }
+
+    /// Waits (bounded: each thread's client times out) for the load threads to end.
+    fn end(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn load_thread(work: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(LOAD_THREAD.into())
+        .spawn(work)
+        .expect("spawn a load thread")
+}
+
+/// A long poll at the end of the idle partition, sent and not yet answered.
+fn send_long_poll(addr: SocketAddr) -> (Client, i32) {
+    let mut c = Client::connect(addr);
+    // A restarted leader may not serve the partition yet (its role comes a moment after the
+    // metadata says so).
+    let mut fetched = c.fetch(TOPIC, IDLE_PARTITION, 0);
+    for _ in 0..MAX_POLLS {
+        if fetched.0 == 0 {
+            break;
+        }
+        std::thread::sleep(POLL);
+        fetched = c.fetch(TOPIC, IDLE_PARTITION, 0);
+    }
+    let (code, _, end, _) = fetched;
+    assert_eq!(code, 0, "fetch the idle partition");
+    let mut req = broker::fetch_request(TOPIC, &[(IDLE_PARTITION, end)], 1 << 20, 1 << 20);
+    req.max_wait_ms = 60_000;
+    req.min_bytes = 1;
+    let correlation = c.send(ApiKey::Fetch, 11, &req);
+    (c, correlation)
+}
+
+/// Whether the broker answered the long poll (rather than closing the connection on it).
+fn long_poll_answered(mut c: Client, correlation: i32) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: FetchResponse = c.receive(ApiKey::Fetch, 11, correlation);
+    }))
+    .is_ok()
+}
+
+/// A JoinGroup the coordinator holds (its initial rebalance delay is long), sent.
+fn send_held_join(addr: SocketAddr) -> (Client, i32) {
+    const MEMBER_ID_REQUIRED: i16 = 79;
+    let mut c = Client::connect(addr);
+    let member = broker::until_coordinator_ready(|| {
+        let resp: JoinGroupResponse =
+            c.call(ApiKey::JoinGroup, 5, &broker::join_group_request(GROUP, ""));
+        match resp.error_code {
+            MEMBER_ID_REQUIRED => Ok(resp.member_id.to_string()),
+            code => Err(code),
+        }
+    });
+    let correlation = c.send(
+        ApiKey::JoinGroup,
+        5,
+        &broker::join_group_request(GROUP, &member),
+    );
+    (c, correlation)
+}
+
+/// p50, p90, p99 and max of `times`.
+fn distribution(mut times: Vec<Duration>) -> String {
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    format!(
+        "p50 {:?}, p90 {:?}, p99 {:?}, max {:?} over {}",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        at(1.0),
+        times.len()
+    )
+}
+
+#[test]
+fn sigterm_stops_a_busy_single_node_broker() {
+    quiet_load_thread_panics();
+    let cycles = cycles();
+    let _load = CpuLoad::start(1, Duration::from_secs(120 + 10 * cycles as u64));
+    let mut broker = Broker::start(&[
+        "ringbroker.metrics.listen=127.0.0.1:0",
+        "group.initial.rebalance.delay.ms=600000",
+    ]);
+    broker.client().create_topic(TOPIC, PARTITIONS, &[]);
+    let mut stops = Vec::new();
+    for cycle in 0..cycles {
+        if cycle > 0 {
+            broker.spawn();
+        }
+        let leaders = vec![broker.addr; PARTITIONS as usize];
+        let live = Live::start(&leaders, broker.metrics_addr);
+        let (poll, poll_id) = send_long_poll(broker.addr);
+        let (mut join, join_id) = send_held_join(broker.addr);
+        std::thread::sleep(Duration::from_millis(100));
+
+        let asked = Instant::now();
+        broker.signal(libc::SIGTERM);
+        let answered = long_poll_answered(poll, poll_id);
+        let joined: JoinGroupResponse = join.receive(ApiKey::JoinGroup, 5, join_id);
+        let status = broker.wait_exit();
+        let took = asked.elapsed();
+        live.end();
+        let Some(status) = status else {
+            panic!("cycle {cycle}: SIGTERM did not stop the broker");
+        };
+        assert!(
+            status.success(),
+            "cycle {cycle}: exit {status}:\n{}",
+            broker.log()
+        );
+        assert!(
+            answered,
+            "cycle {cycle}: the long poll was not answered before the broker closed it:\n{}",
+            broker.log()
+        );
+        // NOT_COORDINATOR: the client looks for the coordinator again.
+        assert_eq!(joined.error_code, 16, "cycle {cycle}: the held join");
+        stops.push(took);
+    }
+    eprintln!("single node, {cycles} stops: {}", distribution(stops));
+}
+
+/// The leader of each partition once all three replicas are in sync.
+fn leaders_in_sync(node: &Node, nodes: &[Node]) -> Option<Vec<SocketAddr>> {
+    let partitions = topic_partitions(node, TOPIC)?;
+    if partitions.len() != PARTITIONS as usize || partitions.iter().any(|p| p.isr_nodes.len() != 3)
+    {
+        return None;
+    }
+    partitions
+        .iter()
+        .map(|p| nodes.iter().find(|n| n.id == p.leader_id.0).map(|n| n.addr))
+        .collect()
+}
+
+#[test]
+fn sigterm_stops_every_node_of_a_busy_cluster() {
+    quiet_load_thread_panics();
+    let cycles = cycles();
+    let _load = CpuLoad::start(1, Duration::from_secs(180 + 20 * cycles as u64));
+    let root = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(6);
+    let voters = voters(&ports);
+    let node_settings = |i: usize| {
+        let mut s = settings(i as i32 + 1, ports[i], ports[3 + i], &voters);
+        s.push("group.initial.rebalance.delay.ms=600000".into());
+        s
+    };
+    let mut stops = Vec::new();
+    for cycle in 0..cycles {
+        let mut nodes: Vec<Node> = (0..3)
+            .map(|i| start_node(root.path(), i as i32 + 1, &node_settings(i)))
+            .collect();
+        wait_for(&nodes, &[0, 1, 2], "three live brokers", |m| {
+            m.brokers.len() == 3 && m.controller_id.0 > 0
+        });
+        if cycle == 0 {
+            let created = Client::connect(nodes[0].addr).try_create_replicated_topic(
+                TOPIC,
+                PARTITIONS,
+                3,
+                &[],
+                false,
+            );
+            assert_eq!(created.error_code, 0, "create: {:?}", created.error_message);
+        }
+        let mut leaders = None;
+        for _ in 0..MAX_POLLS {
+            leaders = leaders_in_sync(&nodes[0], &nodes);
+            if leaders.is_some() {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        let leaders = leaders.expect("every partition led with three replicas in sync");
+        let live = Live::start(&leaders, None);
+        let (poll, poll_id) = send_long_poll(leaders[IDLE_PARTITION as usize]);
+        std::thread::sleep(Duration::from_millis(200));
+
+        // All at once, as when a whole deployment is stopped.
+        let asked = Instant::now();
+        for n in &nodes {
+            n.signal(libc::SIGTERM);
+        }
+        let answered = long_poll_answered(poll, poll_id);
+        for n in &mut nodes {
+            let id = n.id;
+            let status = n.wait_exit();
+            let took = asked.elapsed();
+            let Some(status) = status else {
+                panic!("cycle {cycle}: SIGTERM did not stop node {id}");
+            };
+            assert!(
+                status.success(),
+                "cycle {cycle}: node {id} exited {status}:\n{}",
+                n.log_tail()
+            );
+            stops.push(took);
+        }
+        live.end();
+        assert!(
+            answered,
+            "cycle {cycle}: the long poll was not answered before the broker closed it"
+        );
+    }
+    eprintln!("3-node cluster, {cycles} cycles: {}", distribution(stops));
+}
