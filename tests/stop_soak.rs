@@ -1,7 +1,7 @@
 //! Every SIGTERM stops the broker cleanly and promptly, whatever its clients are doing.
 //!
 //! Each cycle starts a broker, puts live work on it — acks=all producers, a long poll on a
-//! partition nobody writes to, a JoinGroup held by the initial rebalance delay (single node),
+//! partition nobody writes to, a JoinGroup held by the initial rebalance delay,
 //! a metrics scraper and a metrics connection that says nothing — and sends SIGTERM. The stop
 //! must answer the long poll and the join at once (not at their timeouts), and the process
 //! must exit 0. A stop that hangs fails with every thread's stack (the harness). The cores are
@@ -25,7 +25,8 @@ use kafka_protocol::messages::ApiKey;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 
 use broker::cluster::{
-    free_ports, settings, start_node, topic_partitions, voters, wait_for, Node, MAX_POLLS, POLL,
+    free_ports, settings_with_metrics, start_node, topic_partitions, voters, wait_for, Node,
+    MAX_POLLS, POLL,
 };
 use broker::cpu_load::CpuLoad;
 use broker::{Broker, Client};
@@ -141,24 +142,39 @@ fn long_poll_answered(mut c: Client, correlation: i32) -> bool {
     .is_ok()
 }
 
-/// A JoinGroup the coordinator holds (its initial rebalance delay is long), sent.
-fn send_held_join(addr: SocketAddr) -> (Client, i32) {
+/// A JoinGroup the group's coordinator (one of `brokers`) holds — its initial rebalance delay
+/// is long — sent.
+fn send_held_join(brokers: &[SocketAddr]) -> (Client, i32) {
     const MEMBER_ID_REQUIRED: i16 = 79;
-    let mut c = Client::connect(addr);
-    let member = broker::until_coordinator_ready(|| {
-        let resp: JoinGroupResponse =
-            c.call(ApiKey::JoinGroup, 5, &broker::join_group_request(GROUP, ""));
-        match resp.error_code {
-            MEMBER_ID_REQUIRED => Ok(resp.member_id.to_string()),
-            code => Err(code),
+    let mut clients: Vec<Client> = brokers.iter().map(|&a| Client::connect(a)).collect();
+    for _ in 0..MAX_POLLS {
+        for i in 0..clients.len() {
+            let resp: JoinGroupResponse =
+                clients[i].call(ApiKey::JoinGroup, 5, &broker::join_group_request(GROUP, ""));
+            if resp.error_code == MEMBER_ID_REQUIRED {
+                let mut c = clients.swap_remove(i);
+                let correlation = c.send(
+                    ApiKey::JoinGroup,
+                    5,
+                    &broker::join_group_request(GROUP, &resp.member_id),
+                );
+                return (c, correlation);
+            }
+            // Elsewhere NOT_COORDINATOR; at the coordinator, loading or not yet available.
         }
-    });
-    let correlation = c.send(
-        ApiKey::JoinGroup,
-        5,
-        &broker::join_group_request(GROUP, &member),
+        std::thread::sleep(POLL);
+    }
+    panic!("no broker coordinated group {GROUP}");
+}
+
+/// The held join's answer: NOT_COORDINATOR, so the client looks for the coordinator again.
+fn assert_join_released(mut join: Client, correlation: i32, cycle: usize) {
+    const NOT_COORDINATOR: i16 = 16;
+    let joined: JoinGroupResponse = join.receive(ApiKey::JoinGroup, 5, correlation);
+    assert_eq!(
+        joined.error_code, NOT_COORDINATOR,
+        "cycle {cycle}: the held join"
     );
-    (c, correlation)
 }
 
 /// p50, p90, p99 and max of `times`.
@@ -193,13 +209,13 @@ fn sigterm_stops_a_busy_single_node_broker() {
         let leaders = vec![broker.addr; PARTITIONS as usize];
         let live = Live::start(&leaders, broker.metrics_addr);
         let (poll, poll_id) = send_long_poll(broker.addr);
-        let (mut join, join_id) = send_held_join(broker.addr);
+        let (join, join_id) = send_held_join(&[broker.addr]);
         std::thread::sleep(Duration::from_millis(100));
 
         let asked = Instant::now();
         broker.signal(libc::SIGTERM);
         let answered = long_poll_answered(poll, poll_id);
-        let joined: JoinGroupResponse = join.receive(ApiKey::JoinGroup, 5, join_id);
+        assert_join_released(join, join_id, cycle);
         let status = broker.wait_exit();
         let took = asked.elapsed();
         live.end();
@@ -216,8 +232,6 @@ fn sigterm_stops_a_busy_single_node_broker() {
             "cycle {cycle}: the long poll was not answered before the broker closed it:\n{}",
             broker.log()
         );
-        // NOT_COORDINATOR: the client looks for the coordinator again.
-        assert_eq!(joined.error_code, 16, "cycle {cycle}: the held join");
         stops.push(took);
     }
     eprintln!("single node, {cycles} stops: {}", distribution(stops));
@@ -242,10 +256,13 @@ fn sigterm_stops_every_node_of_a_busy_cluster() {
     let cycles = cycles();
     let _load = CpuLoad::start(1, Duration::from_secs(180 + 20 * cycles as u64));
     let root = tempfile::tempdir().expect("tempdir");
-    let ports = free_ports(6);
-    let voters = voters(&ports);
+    let ports = free_ports(7);
+    let voters = voters(&ports[..6]);
+    let metrics_port = ports[6];
     let node_settings = |i: usize| {
-        let mut s = settings(i as i32 + 1, ports[i], ports[3 + i], &voters);
+        // Node 1 serves metrics (scraped, and one silent connection held open).
+        let metrics = Some(metrics_port).filter(|_| i == 0);
+        let mut s = settings_with_metrics(i as i32 + 1, ports[i], ports[3 + i], &voters, metrics);
         s.push("group.initial.rebalance.delay.ms=600000".into());
         s
     };
@@ -276,8 +293,11 @@ fn sigterm_stops_every_node_of_a_busy_cluster() {
             std::thread::sleep(POLL);
         }
         let leaders = leaders.expect("every partition led with three replicas in sync");
-        let live = Live::start(&leaders, None);
+        let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
+        let live = Live::start(&leaders, Some(metrics));
         let (poll, poll_id) = send_long_poll(leaders[IDLE_PARTITION as usize]);
+        let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.addr).collect();
+        let (join, join_id) = send_held_join(&addrs);
         std::thread::sleep(Duration::from_millis(200));
 
         // All at once, as when a whole deployment is stopped.
@@ -286,6 +306,7 @@ fn sigterm_stops_every_node_of_a_busy_cluster() {
             n.signal(libc::SIGTERM);
         }
         let answered = long_poll_answered(poll, poll_id);
+        assert_join_released(join, join_id, cycle);
         for n in &mut nodes {
             let id = n.id;
             let status = n.wait_exit();
