@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::group::api::GroupConfig;
+use crate::health::slow_fsync::DEFAULT_SLOW_FSYNC_WARN_MS;
 use crate::log::LogConfig;
 use crate::protocol::record_batch::TimestampType;
 
@@ -59,9 +60,6 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 15_000;
 /// Kafka's `fetch.max.bytes` default, 55 MiB, and its smallest accepted value.
 pub const DEFAULT_FETCH_MAX_BYTES: usize = 57_671_680;
 const MIN_FETCH_MAX_BYTES: i64 = 1024;
-/// `ringbroker.log.slow.fsync.warn.ms` unless set: an fdatasync slower than this is logged
-/// (rate-limited). Half a second is far beyond a healthy disk (SSD: < 10 ms; HDD: < 50 ms).
-pub const DEFAULT_SLOW_FSYNC_WARN_MS: u64 = 500;
 /// `ringbroker.disk.free.warn.bytes` unless set (1 GiB): below this the data dir is about to
 /// fill, and appends will fail with a full disk.
 pub const DEFAULT_DISK_FREE_WARN_BYTES: u64 = 1 << 30;

@@ -9,6 +9,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use broker::{Broker, WAIT};
+use ringbroker::client::admin::ensure_topic;
 use ringbroker::client::cluster::{EARLIEST, LATEST};
 use ringbroker::client::compression::parse_compression;
 use ringbroker::client::{
@@ -83,7 +84,7 @@ fn every_codec_round_trips_through_the_broker() {
     for name in ["none", "gzip", "snappy", "lz4", "zstd"] {
         let codec = parse_compression(name).unwrap();
         let topic = format!("codec-{name}");
-        assert_eq!(admin.ensure_topic(&topic, 2).unwrap(), 2);
+        assert_eq!(ensure_topic(&admin, &topic, 2).unwrap(), 2);
         let config = ProducerConfig {
             compression: codec,
             linger: Duration::from_millis(20),
@@ -136,7 +137,7 @@ fn every_codec_round_trips_through_the_broker() {
 fn acks_idempotence_and_offsets() {
     let broker = Broker::start(&[]);
     let admin = cluster(&broker);
-    admin.ensure_topic("acks", 1).unwrap();
+    ensure_topic(&admin, "acks", 1).unwrap();
     for acks in [0i16, 1, -1] {
         let producer = Producer::new(
             cluster(&broker),
@@ -207,7 +208,7 @@ fn acks_idempotence_and_offsets() {
 fn errors_are_typed_and_named() {
     let broker = Broker::start(&[]);
     let admin = cluster(&broker);
-    admin.ensure_topic("small", 1).unwrap();
+    ensure_topic(&admin, "small", 1).unwrap();
     // A partition that does not exist is refused before anything is queued.
     let producer = Producer::new(cluster(&broker), ProducerConfig::default()).unwrap();
     let err = producer

@@ -14,7 +14,8 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Produ
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError;
 use ringbroker::client::compression::compress_batch;
-use ringbroker::protocol::batch_builder::{decode_records_decompressed, BatchBuilder};
+use ringbroker::protocol::batch_builder::BatchBuilder;
+use ringbroker::protocol::decompressed_records::decode_records_decompressed;
 use ringbroker::protocol::record_batch::{validate, Compression};
 
 mod broker;

@@ -9,7 +9,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringbroker::protocol::batch_builder::{decode_records, decode_records_decompressed};
+use ringbroker::protocol::batch_builder::decode_records;
+use ringbroker::protocol::decompressed_records::decode_records_decompressed;
 use ringbroker::protocol::legacy::compress_records;
 use ringbroker::protocol::record_batch::{
     compute_crc, set_base_offset, set_log_append_time, set_partition_leader_epoch, validate,

@@ -91,7 +91,7 @@ pub fn run(command: BenchCommand) -> Result<Outcome, BenchError> {
     let partitions = if workload == Workload::Consume {
         admin.wait_for_leaders(&args.topic)?
     } else {
-        admin.ensure_topic(&args.topic, args.partitions)?
+        crate::client::admin::ensure_topic(&admin, &args.topic, args.partitions)?
     };
     let all: Vec<i32> = (0..partitions as i32).collect();
     let ends = admin.list_offsets(&args.topic, &all, LATEST)?;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::explain::CliError;
 use super::table::{emit, emit_json, Format, OutputArgs, Table};
-use crate::controller::quorum::status::{fetch_status, ClusterStatusReport};
+use crate::controller::quorum::status::fetch_status;
+use crate::controller::quorum::status_report::ClusterStatusReport;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum ClusterCommand {

@@ -121,6 +121,15 @@ pub fn emit_json<T: Serialize>(value: &T) -> Result<(), CliError> {
     emit(&format!("{text}\n"))
 }
 
+/// A flag as a table cell.
+pub(super) fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,14 +3,14 @@
 
 use serde::Serialize;
 
-use crate::client::admin::{self, ConfigChange, ConfigResource, NewTopic, TopicInfo};
-use crate::client::{ClientError, Cluster};
+use crate::client::admin::{self, ConfigChange, ConfigResource, NewTopic};
+use crate::client::ClientError;
 use kafka_protocol::ResponseError;
 
 use super::connect::ConnectArgs;
 use super::explain::CliError;
-use super::table::{emit, emit_json, Format, OutputArgs, Table};
-use super::topic_describe::{describe, DescribeArgs};
+use super::table::{emit, emit_json, yes_no, Format, OutputArgs, Table};
+use super::topic_describe::{describe, one_topic, DescribeArgs};
 
 // `verbatim_doc_comment`: keep the example lines as written (clap would join them).
 #[derive(clap::Subcommand, Debug)]
@@ -289,28 +289,6 @@ fn list(args: ListArgs) -> Result<(), CliError> {
             emit(&table.render())
         }
     }
-}
-
-pub(super) fn yes_no(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "no"
-    }
-}
-
-/// The one topic `name` (UNKNOWN_TOPIC_OR_PARTITION if it does not exist).
-pub(super) fn one_topic(cluster: &Cluster, name: &str) -> Result<TopicInfo, CliError> {
-    admin::describe_topics(cluster, Some(&[name]))?
-        .into_iter()
-        .find(|t| t.name == name)
-        .ok_or_else(|| {
-            CliError::Client(ClientError::Kafka {
-                api: "Metadata",
-                code: crate::client::KafkaCode(ResponseError::UnknownTopicOrPartition.code()),
-                message: Some(format!("topic {name}")),
-            })
-        })
 }
 
 #[derive(Serialize)]

@@ -9,12 +9,11 @@ use serde::Serialize;
 
 use crate::client::admin::{self, ConfigEntry, ConfigResource, PartitionInfo, TopicInfo};
 use crate::client::cluster::{EARLIEST, LATEST};
-use crate::client::{log_dirs, Cluster};
+use crate::client::{log_dirs, ClientError, Cluster};
 
 use super::connect::ConnectArgs;
 use super::explain::CliError;
-use super::table::{emit, emit_json, Format, OutputArgs, Table};
-use super::topic::{one_topic, yes_no};
+use super::table::{emit, emit_json, yes_no, Format, OutputArgs, Table};
 
 const MIN_ISR: &str = "min.insync.replicas";
 
@@ -443,6 +442,20 @@ fn render_description(out: &DescribeOutput, all_configs: bool) -> String {
     }
     text.push_str(&configs.render());
     text
+}
+
+/// The one topic `name` (UNKNOWN_TOPIC_OR_PARTITION if it does not exist).
+pub(super) fn one_topic(cluster: &Cluster, name: &str) -> Result<TopicInfo, CliError> {
+    admin::describe_topics(cluster, Some(&[name]))?
+        .into_iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| {
+            CliError::Client(ClientError::Kafka {
+                api: "Metadata",
+                code: crate::client::KafkaCode(ResponseError::UnknownTopicOrPartition.code()),
+                message: Some(format!("topic {name}")),
+            })
+        })
 }
 
 #[cfg(test)]

@@ -18,7 +18,6 @@ use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataReques
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
 
 use super::connection::Connection;
 use super::error::{ClientError, ClientResult, KafkaCode};
@@ -215,56 +214,6 @@ impl Cluster {
     /// is current while this stays the same.
     pub fn metadata_generation(&self) -> u64 {
         self.metadata_generation.load(Ordering::Acquire)
-    }
-
-    /// Creates a topic (replication factor 1 unless configured otherwise by the broker).
-    /// `TOPIC_ALREADY_EXISTS` is not an error (see [`super::admin::create_topic`] for the
-    /// strict form).
-    pub fn create_topic(
-        &self,
-        name: &str,
-        partitions: i32,
-        replication_factor: i16,
-        configs: &[(&str, &str)],
-    ) -> ClientResult<()> {
-        let topic = super::admin::NewTopic {
-            name: name.to_string(),
-            partitions: Some(partitions),
-            replication_factor: Some(replication_factor),
-            replica_assignment: None,
-            configs: configs
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string()))
-                .collect(),
-        };
-        match super::admin::create_topic(self, &topic) {
-            Err(ClientError::Kafka { code, .. })
-                if code.0 == ResponseError::TopicAlreadyExists.code() =>
-            {
-                Ok(())
-            }
-            other => other,
-        }
-    }
-
-    /// Makes sure `topic` exists (creating it with `partitions` partitions if it does not) and
-    /// waits until every partition has a leader. Returns the partition count.
-    pub fn ensure_topic(&self, topic: &str, partitions: i32) -> ClientResult<usize> {
-        let md = self.refresh_metadata(&[topic])?;
-        let unknown = ResponseError::UnknownTopicOrPartition.code();
-        match md.topics.get(topic).and_then(|t| t.error) {
-            Some(code) if code.0 == unknown => self.create_topic(topic, partitions, 1, &[])?,
-            Some(code) => {
-                return Err(ClientError::Kafka {
-                    api: "Metadata",
-                    code,
-                    message: None,
-                })
-            }
-            None if md.topics.contains_key(topic) => {}
-            None => self.create_topic(topic, partitions, 1, &[])?,
-        }
-        self.wait_for_leaders(topic)
     }
 
     /// Refreshes the topic's metadata until each partition has a leader (bounded by the

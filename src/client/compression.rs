@@ -58,9 +58,8 @@ pub fn compress_batch(plain: Bytes, codec: Compression) -> ClientResult<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::batch_builder::{
-        decode_records, decode_records_decompressed, BatchBuilder,
-    };
+    use crate::protocol::batch_builder::{decode_records, BatchBuilder};
+    use crate::protocol::decompressed_records::decode_records_decompressed;
     use crate::protocol::record_batch::validate_exact;
 
     #[test]

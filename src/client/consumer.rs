@@ -16,7 +16,7 @@ use super::accumulator::TopicPartition;
 use super::cluster::{topic_name, Cluster, EARLIEST, LATEST};
 use super::connection::decode_response;
 use super::error::{ClientError, ClientResult, KafkaCode};
-use crate::protocol::batch_builder::decode_records_decompressed;
+use crate::protocol::decompressed_records::decode_records_decompressed;
 use crate::protocol::record_batch::{BatchHeader, BATCH_HEADER_LEN};
 
 #[derive(Debug, Clone)]

@@ -19,9 +19,9 @@ use uuid::Uuid;
 use super::cluster_metadata::{ClusterMetadata, PartitionState, TopicState};
 use super::election::partition_change;
 use super::error::ControllerError;
-use super::ids::{BrokerEpoch, BrokerId, MetadataOffset, PartitionEpoch};
 use super::records::{BrokerFencing, MetadataRecord, PartitionChange, ProducerIdBlockAllocation};
-use crate::shard::producer_ids::BLOCK_SIZE;
+use crate::model::PRODUCER_ID_BLOCK_SIZE;
+use crate::model::{BrokerEpoch, BrokerId, MetadataOffset, PartitionEpoch};
 
 /// The topic property that allows electing a replica outside the ISR.
 pub const UNCLEAN_ELECTION_CONFIG: &str = "unclean.leader.election.enable";
@@ -249,7 +249,7 @@ impl ActiveController {
         changes
     }
 
-    /// A block of [`BLOCK_SIZE`] producer ids for `broker` (InitProducerId needs ids unique
+    /// A block of [`PRODUCER_ID_BLOCK_SIZE`] producer ids for `broker` (InitProducerId needs ids unique
     /// cluster-wide). Two blocks decided on the same state start at the same id; only the
     /// first to commit is applied, and the broker asks again.
     pub fn allocate_producer_ids(
@@ -260,7 +260,7 @@ impl ActiveController {
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
         self.check_broker_epoch(meta, broker, broker_epoch)?;
         let start = meta.next_producer_id();
-        if start.checked_add(BLOCK_SIZE).is_none() {
+        if start.checked_add(PRODUCER_ID_BLOCK_SIZE).is_none() {
             return Err(ControllerError::ProducerIdsExhausted);
         }
         Ok(vec![MetadataRecord::ProducerIdBlock(
@@ -268,7 +268,7 @@ impl ActiveController {
                 broker_id: broker,
                 broker_epoch,
                 start,
-                size: BLOCK_SIZE,
+                size: PRODUCER_ID_BLOCK_SIZE,
             },
         )])
     }

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat, HeartbeatReply};
-use crate::controller::ids::LeaderEpoch;
 use crate::controller::topic_admin::CreateTopicRequest;
+use crate::model::LeaderEpoch;
 
 const SESSION: u64 = 9_000;
 
@@ -394,7 +394,7 @@ fn producer_id_blocks_are_unique_even_when_decided_concurrently() {
     c.commit(b);
     assert_eq!(
         c.meta.next_producer_id(),
-        BLOCK_SIZE,
+        PRODUCER_ID_BLOCK_SIZE,
         "the second was stale"
     );
     let b = c
@@ -402,7 +402,7 @@ fn producer_id_blocks_are_unique_even_when_decided_concurrently() {
         .allocate_producer_ids(&c.meta, BrokerId(2), c.epoch(2))
         .expect("ok");
     c.commit(b);
-    assert_eq!(c.meta.next_producer_id(), 2 * BLOCK_SIZE);
+    assert_eq!(c.meta.next_producer_id(), 2 * PRODUCER_ID_BLOCK_SIZE);
     let err = c
         .controller
         .allocate_producer_ids(&c.meta, BrokerId(2), BrokerEpoch(0));

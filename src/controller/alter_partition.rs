@@ -9,8 +9,8 @@ use super::active_controller::ActiveController;
 use super::cluster_metadata::ClusterMetadata;
 use super::election::partition_change;
 use super::error::ControllerError;
-use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 use super::records::MetadataRecord;
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AlterPartitionRequest {
@@ -86,9 +86,9 @@ impl ActiveController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::ids::MetadataOffset;
     use crate::controller::records::{BrokerFencing, CreateTopic, NewPartition, RegisterBroker};
     use crate::controller::ControllerConfig;
+    use crate::model::MetadataOffset;
 
     const TOPIC: Uuid = Uuid::from_u128(5);
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 use super::active_controller::ActiveController;
 use super::cluster_metadata::ClusterMetadata;
 use super::error::ControllerError;
-use super::ids::{BrokerEpoch, BrokerId, MetadataOffset};
 use super::records::{Endpoint, MetadataRecord, RegisterBroker};
+use crate::model::{BrokerEpoch, BrokerId, MetadataOffset};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistrationRequest {

@@ -3,8 +3,8 @@
 //! LEADER_NOT_AVAILABLE; replicas on fenced or unregistered brokers are offline (v5+).
 
 use super::cluster_metadata::{BrokerRegistration, ClusterMetadata, PartitionState};
-use super::ids::BrokerId;
 use super::records::Endpoint;
+use crate::model::BrokerId;
 use crate::protocol::ResponseError;
 
 /// Kafka's "no leader" on the wire.
@@ -49,8 +49,8 @@ pub fn offline_replicas(meta: &ClusterMetadata, p: &PartitionState) -> Vec<Broke
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::ids::{BrokerEpoch, LeaderEpoch, MetadataOffset, PartitionEpoch};
     use crate::controller::records::{BrokerFencing, MetadataRecord, RegisterBroker};
+    use crate::model::{BrokerEpoch, LeaderEpoch, MetadataOffset, PartitionEpoch};
     use uuid::Uuid;
 
     fn two_brokers_one_unfenced() -> ClusterMetadata {

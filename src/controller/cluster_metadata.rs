@@ -14,12 +14,12 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::delta::MetadataDelta;
-use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use super::records::{
     BrokerFencing, CreatePartitions, CreateTopic, Endpoint, MetadataRecord, NewPartition,
     PartitionChange, ProducerIdBlockAllocation, RegisterBroker, SetConfig,
 };
-use crate::shard::producer_ids::ProducerIdBlock;
+use crate::model::ProducerIdBlock;
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistration {

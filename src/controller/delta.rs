@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use super::ids::BrokerId;
-use crate::shard::producer_ids::ProducerIdBlock;
+use crate::model::BrokerId;
+use crate::model::ProducerIdBlock;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetadataDelta {

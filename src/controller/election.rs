@@ -11,8 +11,8 @@
 use uuid::Uuid;
 
 use super::cluster_metadata::PartitionState;
-use super::ids::BrokerId;
 use super::records::PartitionChange;
+use crate::model::BrokerId;
 
 /// How the leader was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

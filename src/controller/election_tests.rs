@@ -1,7 +1,7 @@
 //! Table tests in the spirit of Kafka's PartitionChangeBuilderTest.
 
 use super::*;
-use crate::controller::ids::{LeaderEpoch, PartitionEpoch};
+use crate::model::{LeaderEpoch, PartitionEpoch};
 
 fn ids(v: &[i32]) -> Vec<BrokerId> {
     v.iter().copied().map(BrokerId).collect()

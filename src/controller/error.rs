@@ -2,7 +2,7 @@
 
 use crate::protocol::ResponseError;
 
-use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControllerError {

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::cluster_metadata::{BrokerRegistration, ClusterMetadata, TopicState};
 use super::delta::MetadataDelta;
-use super::ids::{BrokerId, MetadataOffset};
+use crate::model::{BrokerId, MetadataOffset};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetadataImage {

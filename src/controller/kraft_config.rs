@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::ids::NodeId;
 use super::meta_properties::is_valid_cluster_id;
+use crate::model::NodeId;
 
 /// `host:port` of a listener or voter.
 #[derive(Debug, Clone, PartialEq, Eq)]

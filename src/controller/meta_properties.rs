@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ids::NodeId;
+use crate::model::NodeId;
 
 pub const META_PROPERTIES_FILE: &str = "meta.properties";
 

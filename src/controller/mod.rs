@@ -37,7 +37,7 @@ pub mod cluster_metadata;
 pub mod delta;
 pub mod election;
 pub mod error;
-pub mod ids;
+
 pub mod image;
 pub mod kraft_config;
 pub mod meta_properties;
@@ -59,7 +59,7 @@ pub use cluster_metadata::{
 };
 pub use delta::MetadataDelta;
 pub use error::ControllerError;
-pub use ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, NodeId, PartitionEpoch};
+
 pub use image::MetadataImage;
 pub use records::MetadataRecord;
 pub use topic_admin::CreateTopicRequest;

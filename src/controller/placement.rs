@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::error::ControllerError;
-use super::ids::BrokerId;
+use crate::model::BrokerId;
 
 /// The brokers in placement order (see the module comment). Brokers without a rack count
 /// as one rack of their own when others have one.

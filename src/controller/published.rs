@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::cluster_metadata::ClusterMetadata;
-use super::ids::{BrokerId, MetadataOffset};
+use crate::model::{BrokerId, MetadataOffset};
 
 /// A live broker as clients are told about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl PublishedCluster {
 mod tests {
     use super::*;
     use crate::controller::records::{BrokerFencing, Endpoint, MetadataRecord, RegisterBroker};
-    use crate::controller::BrokerEpoch;
+    use crate::model::BrokerEpoch;
 
     #[test]
     fn live_brokers_are_listed_and_fenced_ones_are_not() {

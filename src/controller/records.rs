@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 
 /// The envelope version written by [`encode`]; [`decode`] refuses others.
 pub const RECORD_FORMAT_VERSION: u16 = 1;

@@ -23,12 +23,12 @@ use super::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
 use super::cluster_metadata::{ClusterMetadata, PartitionState};
 use super::delta::MetadataDelta;
 use super::error::ControllerError;
-use super::ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use super::image::MetadataImage;
 use super::records::MetadataRecord;
 use super::snapshot::{decode_snapshot, encode_snapshot};
 use super::topic_admin::CreateTopicRequest;
 use super::{ActiveController, ControllerConfig};
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use crate::util::rng::SeededRng;
 
 const SEEDS: u64 = 150;

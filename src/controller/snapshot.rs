@@ -50,9 +50,10 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<ClusterMetadata, SnapshotError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
     use crate::controller::records::{CreateTopic, MetadataRecord, NewPartition, RegisterBroker};
-    use crate::controller::{MetadataOffset, PartitionState, TopicState};
+    use crate::controller::{PartitionState, TopicState};
+    use crate::model::MetadataOffset;
+    use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
     use std::collections::BTreeMap;
     use uuid::Uuid;
 

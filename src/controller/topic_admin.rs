@@ -9,11 +9,11 @@ use uuid::Uuid;
 use super::active_controller::ActiveController;
 use super::cluster_metadata::ClusterMetadata;
 use super::error::ControllerError;
-use super::ids::BrokerId;
 use super::placement::{assign_replicas, check_manual_assignment, placement_order};
 use super::records::{CreatePartitions, CreateTopic, MetadataRecord, NewPartition, SetConfig};
 use crate::config::topic_properties::parse_topic_property;
-use crate::shard::metadata::{validate_topic_name, MetadataError, MAX_PARTITIONS};
+use crate::model::BrokerId;
+use crate::model::{validate_topic_name, InvalidTopicName, MAX_PARTITIONS};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreateTopicRequest {
@@ -35,7 +35,7 @@ impl ActiveController {
         request: &CreateTopicRequest,
         topic_id: Uuid,
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
-        validate_topic_name(&request.name).map_err(from_metadata_error)?;
+        validate_topic_name(&request.name).map_err(invalid_topic)?;
         if meta.topic_by_name(&request.name).is_some() {
             return Err(ControllerError::TopicExists(request.name.clone()));
         }
@@ -218,11 +218,9 @@ fn check_config_name(name: &str) -> Result<(), ControllerError> {
         .ok_or_else(|| ControllerError::InvalidConfig(format!("Unknown topic config name: {name}")))
 }
 
-fn from_metadata_error(e: MetadataError) -> ControllerError {
-    match e {
-        MetadataError::InvalidTopic { name, reason } => {
-            ControllerError::InvalidTopic { name, reason }
-        }
-        other => ControllerError::InvalidConfig(other.to_string()),
+fn invalid_topic(e: InvalidTopicName) -> ControllerError {
+    ControllerError::InvalidTopic {
+        name: e.name,
+        reason: e.reason,
     }
 }

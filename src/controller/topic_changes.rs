@@ -11,9 +11,9 @@ use uuid::Uuid;
 use super::active_controller::ActiveController;
 use super::cluster_metadata::ClusterMetadata;
 use super::error::ControllerError;
-use super::ids::{BrokerId, MetadataOffset};
 use super::records::MetadataRecord;
 use super::topic_admin::CreateTopicRequest;
+use crate::model::{BrokerId, MetadataOffset};
 
 /// One topic's part of an admin request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,8 +138,8 @@ impl ActiveController {
 mod tests {
     use super::*;
     use crate::controller::active_controller::ControllerConfig;
-    use crate::controller::ids::BrokerEpoch;
     use crate::controller::records::{BrokerFencing, Endpoint, RegisterBroker};
+    use crate::model::BrokerEpoch;
 
     fn two_live_brokers() -> ClusterMetadata {
         let mut meta = ClusterMetadata::new();

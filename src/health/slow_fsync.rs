@@ -11,7 +11,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::rate_limit::RateLimiter;
-use crate::config::DEFAULT_SLOW_FSYNC_WARN_MS;
+
+/// `ringbroker.log.slow.fsync.warn.ms` unless set: an fdatasync slower than this is logged
+/// (rate-limited). Half a second is far beyond a healthy disk (SSD: < 10 ms; HDD: < 50 ms).
+pub const DEFAULT_SLOW_FSYNC_WARN_MS: u64 = 500;
 
 /// At most one slow-fsync line per shard per this interval.
 pub const SLOW_FSYNC_REPORT_INTERVAL: Duration = Duration::from_secs(30);

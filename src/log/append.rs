@@ -6,7 +6,8 @@ use std::rc::Rc;
 
 use super::commit;
 use super::error::LogError;
-use super::partition_log::{AppendInfo, AppendOptions, AppendWaiter, Log, StagedAppend};
+use super::log_state::AppendWaiter;
+use super::partition_log::{AppendInfo, AppendOptions, Log, StagedAppend};
 use super::stage::{check_continues, stage, validate_all, Offsets};
 use crate::protocol::record_batch::BatchHeader;
 use crate::runtime;

@@ -15,9 +15,8 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::error::LogError;
-use super::partition_log::{AppendWaiter, LogInner, LogState, PendingWrite};
+use super::log_state::{AppendWaiter, LogInner, LogState, PendingWrite};
 use super::policy;
-use super::recovery::remove_segment_files;
 use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
 use super::tail_cache;
 use crate::metrics::registry::{record_stage, Stage};
@@ -527,7 +526,7 @@ async fn roll_back(inner: &LogInner) {
         }
     }
     for paths in removals {
-        if let Err(error) = remove_segment_files(&paths).await {
+        if let Err(error) = paths.remove_files().await {
             tracing::error!(path = %paths.log.display(), %error, "could not remove an unwritten segment");
         }
     }

@@ -25,6 +25,7 @@ pub mod config;
 pub mod dump;
 pub mod error;
 pub mod legacy_offsets;
+mod log_state;
 pub mod offset_index;
 pub mod partition_log;
 pub mod policy;

@@ -7,7 +7,7 @@ use super::error::LogError;
 use super::partition_log::Log;
 use super::scan::scan_file;
 use super::segment_read::{read_from_segment, CachedTail, SegmentRead, SegmentReadError};
-use crate::protocol::batch_builder::decode_records_decompressed;
+use crate::protocol::decompressed_records::decode_records_decompressed;
 use crate::protocol::record_batch::BatchHeader;
 
 /// Largest decompressed batch a timestamp lookup will look inside.

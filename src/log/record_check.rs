@@ -269,7 +269,8 @@ pub fn with_records_section(header: &[u8], section: &[u8], codec: Compression) -
 mod tests {
     use super::*;
     use crate::log::config::{CleanupPolicy, TopicCompression};
-    use crate::protocol::batch_builder::{decode_records_decompressed, BatchBuilder};
+    use crate::protocol::batch_builder::BatchBuilder;
+    use crate::protocol::decompressed_records::decode_records_decompressed;
 
     fn batch(keys: &[Option<&[u8]>], timestamps: &[i64]) -> Vec<u8> {
         let mut b = BatchBuilder::new(timestamps[0]).producer(7, 3, 42);

@@ -120,7 +120,8 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
                 report.truncated_bytes += std::fs::metadata(&later_paths.log)
                     .map(|m| m.len())
                     .unwrap_or(0);
-                remove_segment_files(&later_paths)
+                later_paths
+                    .remove_files()
                     .await
                     .map_err(io("removing segments after a cut"))?;
                 report.removed_segments.push(later);
@@ -393,13 +394,6 @@ pub(super) async fn write_index_files(
     Ok(())
 }
 
-/// Deletes a segment's three files.
-pub(super) async fn remove_segment_files(paths: &SegmentPaths) -> std::io::Result<()> {
-    runtime::remove_file(&paths.log).await?;
-    runtime::remove_file(&paths.index).await?;
-    runtime::remove_file(&paths.time_index).await
-}
-
 /// Removes every segment when all of them end at or below the checkpointed log start
 /// (`log_start`): a log restarted at the leader's log start
 /// (`Log::truncate_fully_and_start_at`) that crashed before its old segments were gone, or
@@ -416,7 +410,8 @@ pub(super) async fn remove_segments_below_start(
     }
     tracing::warn!(dir = %dir.display(), log_start, log_end = end, "every segment ends below the log start: removing them, the log starts over empty at its log start");
     for s in segments.drain(..).rev() {
-        remove_segment_files(&SegmentPaths::new(dir, s.base_offset))
+        SegmentPaths::new(dir, s.base_offset)
+            .remove_files()
             .await
             .map_err(|e| LogError::from_io(dir, "removing segments below the log start", e))?;
     }

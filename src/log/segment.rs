@@ -50,6 +50,13 @@ impl SegmentPaths {
             time_index: dir.join(format!("{stem}{TIME_INDEX_SUFFIX}")),
         }
     }
+
+    /// Deletes the segment's three files.
+    pub async fn remove_files(&self) -> std::io::Result<()> {
+        crate::runtime::remove_file(&self.log).await?;
+        crate::runtime::remove_file(&self.index).await?;
+        crate::runtime::remove_file(&self.time_index).await
+    }
 }
 
 /// Open files of a segment. Shared (Rc) with readers so a read can run while the segment

@@ -23,7 +23,7 @@ fn deleted_name(path: &Path) -> PathBuf {
 /// delay, in the background. The caller syncs the directory.
 pub async fn delete_segment(paths: &SegmentPaths, delay_ms: i64) -> std::io::Result<()> {
     if delay_ms <= 0 {
-        return super::recovery::remove_segment_files(paths).await;
+        return paths.remove_files().await;
     }
     let files = [&paths.log, &paths.index, &paths.time_index];
     let mut renamed = Vec::with_capacity(files.len());

@@ -3,7 +3,8 @@
 
 use super::config::LogConfig;
 use super::error::LogError;
-use super::partition_log::{AppendInfo, AppendOptions, LogState, PendingWrite};
+use super::log_state::{LogState, PendingWrite};
+use super::partition_log::{AppendInfo, AppendOptions};
 use super::policy::{self, RollInputs};
 use super::segment::Segment;
 use crate::protocol::record_batch::{self, BatchHeader, TimestampType};

@@ -12,6 +12,7 @@
 //! empty (a small flight in a large buffer) are copied into a buffer of their size instead,
 //! so that the budget holds data rather than spare capacity.
 
+use crate::metrics::snapshot::{ShardTailCache, TailCacheStats};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
@@ -52,14 +53,6 @@ impl Default for ShardCaches {
 pub fn set_shard_budget(bytes: usize) {
     SHARD.with(|s| s.budget.set(bytes));
     evict_over_budget();
-}
-
-/// What this shard's tail caches hold and served, for metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ShardTailCache {
-    pub bytes: usize,
-    pub budget: usize,
-    pub stats: TailCacheStats,
 }
 
 pub fn shard_tail_cache() -> ShardTailCache {
@@ -125,14 +118,6 @@ impl Chunk {
     fn end(&self) -> u64 {
         self.position + self.data.bytes().len() as u64
     }
-}
-
-/// Hits and misses of one log's cache.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TailCacheStats {
-    pub hits: u64,
-    pub misses: u64,
-    pub hit_bytes: u64,
 }
 
 /// One log's recently written bytes, in file order: by segment, then position. Chunks may

@@ -104,7 +104,8 @@ impl Log {
         self.inner.write_checkpoint(|_| {}).await?;
         // 4. The files.
         for base in removed_bases.iter().rev() {
-            recovery::remove_segment_files(&SegmentPaths::new(&dir, *base))
+            SegmentPaths::new(&dir, *base)
+                .remove_files()
                 .await
                 .map_err(io("removing truncated segments"))?;
         }
@@ -196,7 +197,8 @@ impl Log {
         }
         self.inner.write_checkpoint(|_| {}).await?;
         for base in bases.iter().rev() {
-            recovery::remove_segment_files(&SegmentPaths::new(&dir, *base))
+            SegmentPaths::new(&dir, *base)
+                .remove_files()
                 .await
                 .map_err(|e| LogError::from_io(&dir, "removing segments to start over", e))?;
         }

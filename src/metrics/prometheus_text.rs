@@ -5,57 +5,12 @@
 //! Every latency is a summary in seconds with quantiles 0.5/0.9/0.99/0.999, `_sum` and
 //! `_count`, labelled with the shard.
 
-use std::fmt::Write;
-
-use super::latency::{Latency, QUANTILES};
 use super::registry::{ApiStats, Stage};
 use super::snapshot::{group_lag, PartitionStats, ShardMetrics};
+use super::text::Text;
 
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// The cluster-mode gauges, from the summary shard 0 published last.
-pub fn render_cluster(summary: &crate::controller::published::ClusterSummary) -> String {
-    let mut out = Text::default();
-    let leaderless = summary
-        .metadata
-        .topics()
-        .flat_map(|t| &t.partitions)
-        .filter(|p| p.leader.is_none())
-        .count();
-    let gauges: [(&str, &str, f64); 5] = [
-        (
-            "ringbroker_controller_leader",
-            "Node id of the active controller (the metadata quorum's leader); -1 when none is known.",
-            summary.controller.map_or(-1.0, |c| f64::from(c.0)),
-        ),
-        (
-            "ringbroker_metadata_offset",
-            "Offset of the last metadata record applied by this broker; -1 before the first.",
-            summary.metadata_offset.map_or(-1.0, |o| o.0 as f64),
-        ),
-        (
-            "ringbroker_brokers_live",
-            "Registered brokers that are not fenced.",
-            summary.brokers.len() as f64,
-        ),
-        (
-            "ringbroker_brokers_fenced",
-            "Registered brokers that are fenced.",
-            summary.fenced.len() as f64,
-        ),
-        (
-            "ringbroker_leaderless_partitions",
-            "Partitions of the cluster without a leader (their replicas all fenced).",
-            leaderless as f64,
-        ),
-    ];
-    for (name, help, value) in gauges {
-        out.family(name, "gauge", help);
-        out.sample(name, &[], value);
-    }
-    out.text
-}
 
 /// Renders every shard's metrics.
 pub fn render(shards: &[ShardMetrics]) -> String {
@@ -446,91 +401,7 @@ pub fn render(shards: &[ShardMetrics]) -> String {
             );
         }
     }
-    out.text
-}
-
-#[derive(Default)]
-pub(super) struct Text {
-    text: String,
-}
-
-/// A family with one sample per shard: (name, kind, help, value of a shard).
-type ShardFamily<'a> = (&'a str, &'a str, &'a str, fn(&ShardMetrics) -> f64);
-
-impl Text {
-    /// Each family, with one `shard`-labelled sample per shard.
-    fn per_shard(&mut self, shards: &[ShardMetrics], families: &[ShardFamily<'_>]) {
-        for (name, kind, help, value) in families {
-            self.family(name, kind, help);
-            for s in shards {
-                self.sample(name, &[("shard", &s.shard.to_string())], value(s));
-            }
-        }
-    }
-
-    #[cfg(test)]
-    pub(super) fn into_text(self) -> String {
-        self.text
-    }
-
-    pub(super) fn family(&mut self, name: &str, kind: &str, help: &str) {
-        // Writing to a String cannot fail.
-        let _ = writeln!(self.text, "# HELP {name} {help}");
-        let _ = writeln!(self.text, "# TYPE {name} {kind}");
-    }
-
-    pub(super) fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.text.push_str(name);
-        if !labels.is_empty() {
-            self.text.push('{');
-            for (i, (label, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.text.push(',');
-                }
-                self.text.push_str(label);
-                self.text.push_str("=\"");
-                push_escaped(&mut self.text, v);
-                self.text.push('"');
-            }
-            self.text.push('}');
-        }
-        let _ = writeln!(self.text, " {value}");
-    }
-
-    fn summary(&mut self, name: &str, labels: &[(&str, &str)], latency: &Latency) {
-        for q in QUANTILES {
-            let q_label = q.to_string();
-            let mut with_quantile: Vec<(&str, &str)> = labels.to_vec();
-            with_quantile.push(("quantile", &q_label));
-            self.sample(
-                name,
-                &with_quantile,
-                micros_to_seconds(latency.quantile_micros(q)),
-            );
-        }
-        self.sample(
-            &format!("{name}_sum"),
-            labels,
-            micros_to_seconds(latency.sum_micros()),
-        );
-        self.sample(&format!("{name}_count"), labels, latency.count() as f64);
-    }
-}
-
-fn micros_to_seconds(micros: u64) -> f64 {
-    micros as f64 / 1e6
-}
-
-/// Label values escape backslash, double quote and newline (group ids are arbitrary text).
-fn push_escaped(out: &mut String, value: &str) {
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
+    out.into_text()
 }
 
 #[cfg(test)]

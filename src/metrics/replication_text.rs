@@ -1,8 +1,8 @@
 //! The replication families of the Prometheus text (cluster mode): ISR sizes, followers'
 //! lag, under-replicated and under-min-ISR counts, replicated bytes.
 
-use super::prometheus_text::Text;
 use super::snapshot::{PartitionStats, ReplicationStats, ShardMetrics};
+use super::text::Text;
 
 /// Cluster mode: per partition this broker leads, its ISR and followers' lag; per shard, the
 /// under-replicated and under-min-ISR counts; per partition, replicated bytes both ways.

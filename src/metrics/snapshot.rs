@@ -1,7 +1,6 @@
 //! What one shard reports when asked for its metrics (sent over the mesh, so `Send`).
 
 use super::registry::Registry;
-use crate::log::tail_cache::ShardTailCache;
 use crate::runtime::stall::StallStats;
 use crate::util::memory_budget::MemoryBudgetStats;
 
@@ -79,4 +78,20 @@ pub fn group_lag(offset: &GroupOffset, shards: &[ShardMetrics]) -> Option<i64> {
         .flat_map(|s| &s.partitions)
         .find(|p| p.topic == offset.topic && p.partition == offset.partition)
         .map(|p| (p.high_watermark - offset.committed_offset).max(0))
+}
+
+/// What this shard's tail caches hold and served, for metrics (filled by `log::tail_cache`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardTailCache {
+    pub bytes: usize,
+    pub budget: usize,
+    pub stats: TailCacheStats,
+}
+
+/// Hits and misses of one log's cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TailCacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub hit_bytes: u64,
 }

@@ -27,8 +27,6 @@ use super::record_batch::{
 };
 use super::varint::{get_varint, get_varlong, put_varint, put_varlong, varint_len, varlong_len};
 
-pub use super::decompressed_records::decode_records_decompressed;
-
 /// Why a record could not be added to a [`BatchBuilder`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
 pub enum BuildError {

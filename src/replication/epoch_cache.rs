@@ -16,8 +16,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::controller::ids::LeaderEpoch;
-use crate::util::durable_file;
+use crate::model::LeaderEpoch;
+use crate::runtime::durable_file;
 
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
 
 /// A follower's LEO before its first fetch of this leadership.
 pub const UNKNOWN_OFFSET: i64 = -1;

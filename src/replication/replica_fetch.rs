@@ -4,7 +4,7 @@
 //! `shard::replica_role` calls these around its I/O, and the cluster simulation
 //! (`cluster_sim`) calls the same ones, so the simulation checks the broker's rules.
 
-use crate::controller::ids::LeaderEpoch;
+use crate::model::LeaderEpoch;
 use crate::replication::epoch_cache::LeaderEpochCache;
 
 /// A request's `current_leader_epoch` does not match the leader's (Kafka's fencing).

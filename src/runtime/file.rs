@@ -10,19 +10,8 @@ use std::rc::Rc;
 use glommio::io::{BufferedFile, DmaFile, OpenOptions};
 
 use super::fault::{self, FileOp, TrackedPath};
+use super::file_io::FileIo;
 use super::write_buffer::{Staged, WriteBuffer, WrittenBuffer};
-
-/// How a file's data reaches the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileIo {
-    /// Through the page cache: the kernel copies every write into it and writes it back later;
-    /// reads of recent data come from memory.
-    Buffered,
-    /// O_DIRECT: writes go from our aligned buffers to the device with no copy into the page
-    /// cache, and reads come from the device. On a file system without O_DIRECT (tmpfs) the
-    /// same calls are served buffered.
-    Direct,
-}
 
 enum Inner {
     Buffered(BufferedFile),

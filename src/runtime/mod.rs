@@ -14,15 +14,18 @@
 //! (`buffer_pool.rs`), on the heap: the registered pool is only used by glommio internals.
 
 mod buffer_pool;
+pub mod durable_file;
 pub mod fault;
 mod file;
+mod file_io;
 pub mod port_steering;
 pub mod raft_runtime;
 pub mod stall;
 pub mod stream_halves;
 pub mod write_buffer;
 
-pub use file::{remove_file, rename, sync_dir, File, FileIo};
+pub use file::{remove_file, rename, sync_dir, File};
+pub use file_io::FileIo;
 pub use write_buffer::{WriteBuffer, WrittenBuffer};
 
 use std::future::Future;

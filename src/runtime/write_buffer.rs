@@ -10,7 +10,7 @@
 
 use glommio::io::DmaBuffer;
 
-use super::file::FileIo;
+use super::file_io::FileIo;
 
 /// Direct writes start and end on multiples of this. 4 KiB covers every logical block size
 /// Linux devices report (512 or 4096) and is the page size, which O_DIRECT is happiest with.

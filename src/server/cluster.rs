@@ -14,8 +14,6 @@ use std::time::Duration;
 use crate::config::BrokerConfig;
 use crate::controller::active_controller::ControllerConfig;
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::ids::BrokerId;
-use crate::controller::ids::MetadataOffset;
 use crate::controller::kraft_config::{HostPort, KraftConfig, KraftConfigError};
 use crate::controller::meta_properties::{
     cluster_id_from_uuid, MetaProperties, MetaPropertiesError, META_PROPERTIES_FILE,
@@ -26,6 +24,8 @@ use crate::controller::quorum::controller_link::{self, ControllerLink};
 use crate::controller::quorum::state_machine::MetadataView;
 use crate::controller::quorum::{active, QuorumConfig, QuorumError, QuorumNode, METADATA_LOG_DIR};
 use crate::controller::records::Endpoint;
+use crate::model::BrokerId;
+use crate::model::MetadataOffset;
 use crate::runtime::{self, Task, TcpListener};
 use crate::shard::cluster_admin::{self, ClusterAdmin};
 use crate::shard::replica_manager::{self, ReplicaManager, ReplicaSettings};

@@ -12,6 +12,7 @@ pub mod connection;
 pub mod connection_limits;
 mod connection_timeouts;
 pub mod handlers;
+pub mod metrics_endpoint;
 mod refusal_log;
 mod response_writer;
 mod startup_log;
@@ -55,7 +56,7 @@ pub enum ServerError {
     #[error(transparent)]
     Runtime(#[from] runtime::RuntimeError),
     #[error(transparent)]
-    Metrics(#[from] crate::metrics::endpoint::EndpointError),
+    Metrics(#[from] metrics_endpoint::EndpointError),
     #[error("shard {shard} failed: {reason}")]
     Shard { shard: usize, reason: String },
     #[error("stopped after a failure: {0}")]
@@ -150,7 +151,7 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     config.listen = listen;
     // Resolved once, so that every shard gets the same limit and the log says which.
     config.produce_memory_max_bytes = Some(config.produce_memory_limit());
-    let metrics = crate::metrics::endpoint::reserve(&config)?;
+    let metrics = metrics_endpoint::reserve(&config)?;
     config.metrics_listen = metrics.as_ref().map(|(addr, _)| *addr);
     let metrics = Arc::new(metrics.map(|(_, reserved)| reserved));
     let shards = ShardsConfig {
@@ -245,7 +246,7 @@ struct Started {
     limits: Arc<ConnectionLimits>,
     cluster: Option<Arc<cluster::ClusterSetup>>,
     /// The metrics port bound before the shards started (shard 0 serves it).
-    metrics: Arc<Option<crate::metrics::endpoint::Reserved>>,
+    metrics: Arc<Option<metrics_endpoint::Reserved>>,
     progress: Arc<Progress>,
 }
 
@@ -451,7 +452,7 @@ async fn shard_main(
     }
     let listener = TcpListener::bind(listen, ready.shards)
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let metrics_listener = crate::metrics::endpoint::bind(shard.id, (*metrics).as_ref());
+    let metrics_listener = metrics_endpoint::bind(shard.id, (*metrics).as_ref());
     ready.shard_bound();
     ready.settle(shard.id);
     progress.set_phase(shard.id, Phase::Serving);
@@ -460,7 +461,7 @@ async fn shard_main(
     }
     let shutdown = Rc::new(ShutdownSignal::new());
     if let Some(l) = metrics_listener {
-        crate::metrics::endpoint::spawn(l, Rc::clone(&shard), Rc::clone(&shutdown));
+        metrics_endpoint::spawn(l, Rc::clone(&shard), Rc::clone(&shutdown));
     }
     let connections = Rc::new(OpenConnections::default());
 

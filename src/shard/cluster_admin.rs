@@ -14,11 +14,12 @@ use super::messages::{AdminError, AdminOp, OffsetsReader, PartitionOp, Partition
 use super::metadata::{ClusterMetadata, PartitionMeta, TopicMetadata};
 use super::Shard;
 use crate::controller::cluster_metadata::ClusterMetadata as ControllerMetadata;
-use crate::controller::ids::{BrokerId, MetadataOffset};
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
 use crate::controller::topic_admin::CreateTopicRequest;
 use crate::controller::topic_changes::TopicChange;
 use crate::group::api::OFFSETS_TOPIC;
+use crate::idempotence::producer_ids::ProducerIdError;
+use crate::model::{BrokerId, MetadataOffset, ProducerIdBlock};
 use crate::protocol::ResponseError;
 use crate::runtime;
 
@@ -157,11 +158,7 @@ impl Shard {
     /// AllocateProducerIds), so that no two brokers hand out the same id.
     pub(super) async fn controller_producer_id_block(
         &self,
-    ) -> Result<
-        crate::shard::producer_ids::ProducerIdBlock,
-        crate::shard::producer_ids::ProducerIdError,
-    > {
-        use crate::shard::producer_ids::{ProducerIdBlock, ProducerIdError};
+    ) -> Result<ProducerIdBlock, ProducerIdError> {
         let unavailable = |why: &str| ProducerIdError::Controller(why.to_string());
         let admin = self
             .cluster_admin()

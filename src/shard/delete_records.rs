@@ -10,7 +10,7 @@ use super::errors::log_error;
 use super::messages::{OffsetsReader, PartitionError};
 use super::partition::Partition;
 use super::replica_role::{deadline_first, ReplicaRole};
-use crate::controller::ids::{BrokerId, LeaderEpoch};
+use crate::model::{BrokerId, LeaderEpoch};
 use crate::protocol::ResponseError;
 use crate::runtime;
 use crate::util::local_oneshot;

@@ -19,7 +19,7 @@ use super::messages::{
 };
 use super::partition::{self, Partition};
 use super::Shard;
-use crate::controller::ids::BrokerId;
+use crate::model::BrokerId;
 use crate::runtime;
 
 impl Shard {

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::metadata::ClusterMetadata;
-use super::producer_ids::{ProducerIdBlock, ProducerIdError};
+use crate::idempotence::producer_ids::ProducerIdError;
 use crate::log::AppendInfo;
+use crate::model::ProducerIdBlock;
 
 /// A message on the mesh: a request with an id, or the reply to one.
 pub enum MeshMessage {

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::{validate_topic_name, InvalidTopicName, MAX_PARTITIONS};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -84,9 +85,6 @@ pub enum MetadataError {
     #[error("{0}")]
     InvalidConfig(String),
 }
-
-/// Largest partition count accepted for one topic (bounds memory and file handles).
-pub const MAX_PARTITIONS: i32 = 10_000;
 
 impl ClusterMetadata {
     pub fn new(cluster_id: String) -> Self {
@@ -247,30 +245,13 @@ impl ClusterMetadata {
     }
 }
 
-/// Kafka's rule: 1..=249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
-pub fn validate_topic_name(name: &str) -> Result<(), MetadataError> {
-    let invalid = |reason: &str| MetadataError::InvalidTopic {
-        name: name.to_string(),
-        reason: reason.to_string(),
-    };
-    if name.is_empty() {
-        return Err(invalid("empty"));
+impl From<InvalidTopicName> for MetadataError {
+    fn from(e: InvalidTopicName) -> Self {
+        MetadataError::InvalidTopic {
+            name: e.name,
+            reason: e.reason,
+        }
     }
-    if name.len() > 249 {
-        return Err(invalid("longer than 249 characters"));
-    }
-    if name == "." || name == ".." {
-        return Err(invalid("'.' and '..' are not allowed"));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    {
-        return Err(invalid(
-            "only ASCII letters, digits, '.', '_' and '-' are allowed",
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -382,14 +363,6 @@ mod tests {
         let later = m.with_controller_topics(12, only_b).expect("a deleted");
         assert!(later.topic("a").is_none() && later.topic("b").is_some());
         assert!(later.topic("mine").is_some());
-    }
-
-    #[test]
-    fn topic_names() {
-        assert!(validate_topic_name("orders.v1_x-y").is_ok());
-        for bad in ["", ".", "..", "a b", "ü", &"x".repeat(250)] {
-            assert!(validate_topic_name(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::metadata::ClusterMetadata;
-use crate::util::durable_file;
+use crate::runtime::durable_file;
 
 pub const METADATA_DIR: &str = "__ringbroker_metadata";
 const METADATA_FILE: &str = "metadata.json";

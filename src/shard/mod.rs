@@ -85,7 +85,7 @@ pub struct Shard {
     /// The coordinator of the groups whose `__consumer_offsets` partitions this shard owns.
     groups: group_service::GroupService,
     /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
-    producer_ids: producer_ids::ProducerIdAllocator,
+    producer_ids: crate::idempotence::producer_ids::ProducerIdAllocator,
     /// Bytes of Produce requests held on this shard (`ringbroker.produce.memory.max.bytes`):
     /// requests its connections read, and produce data other shards forwarded to it.
     pub produce_memory: MemoryBudget,
@@ -147,7 +147,7 @@ impl Shard {
             next_request_id: Cell::new(0),
             admin: Exclusive::new(),
             groups: group_service::GroupService::new(config_group),
-            producer_ids: producer_ids::ProducerIdAllocator::new(),
+            producer_ids: crate::idempotence::producer_ids::ProducerIdAllocator::new(),
             produce_memory,
             fetch_sessions: RefCell::new(fetch_session::FetchSessions::new(
                 fetch_session_slots,

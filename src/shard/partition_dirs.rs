@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::metadata::ClusterMetadata;
 use crate::runtime;
-use crate::util::durable_file;
+use crate::runtime::durable_file;
 
 /// Kafka's file naming the topic id of a partition directory.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";

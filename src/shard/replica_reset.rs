@@ -18,8 +18,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::partition::Partition;
 use super::replica_role::{FetchPosition, ReplicaRole};
-use crate::controller::ids::BrokerId;
 use crate::log::LogError;
+use crate::model::BrokerId;
 use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::replication::replica_client::{ReplicaClient, ReplicaClientError};
 use crate::replication::replica_fetch::{self, OutOfRangeAction};

@@ -15,9 +15,9 @@
 use std::time::Duration;
 
 use crate::controller::cluster_metadata::PartitionState;
-use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
 use crate::log::{AppendOptions, LogError};
 use crate::metrics::snapshot::ReplicationStats;
+use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
 use crate::protocol::record_batch::BatchHeader;
 use crate::protocol::ResponseError;
 use crate::replication::epoch_cache::{self, LeaderEpochCache};

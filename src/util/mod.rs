@@ -1,5 +1,4 @@
 //! Small building blocks that are not about Kafka.
-pub mod durable_file;
 pub mod exclusive;
 pub mod local_oneshot;
 pub mod memory_budget;

@@ -274,3 +274,55 @@ pub fn create_partitions(cluster: &Cluster, topic: &str, total: i32) -> ClientRe
 pub fn is_kafka_error(e: &ClientError, expected: ResponseError) -> bool {
     matches!(e, ClientError::Kafka { code, .. } if code.0 == expected.code())
 }
+
+/// Creates a topic (replication factor 1 unless configured otherwise by the broker).
+/// `TOPIC_ALREADY_EXISTS` is not an error (see [`create_topic`] for the
+/// strict form).
+pub fn create_topic_if_absent(
+    cluster: &Cluster,
+    name: &str,
+    partitions: i32,
+    replication_factor: i16,
+    configs: &[(&str, &str)],
+) -> ClientResult<()> {
+    let topic = NewTopic {
+        name: name.to_string(),
+        partitions: Some(partitions),
+        replication_factor: Some(replication_factor),
+        replica_assignment: None,
+        configs: configs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+    };
+    match create_topic(cluster, &topic) {
+        Err(ClientError::Kafka { code, .. })
+            if code.0 == ResponseError::TopicAlreadyExists.code() =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Makes sure `topic` exists (creating it with `partitions` partitions if it does not) and
+/// waits until every partition has a leader. Returns the partition count.
+pub fn ensure_topic(cluster: &Cluster, topic: &str, partitions: i32) -> ClientResult<usize> {
+    let md = cluster.refresh_metadata(&[topic])?;
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    match md.topics.get(topic).and_then(|t| t.error) {
+        Some(code) if code.0 == unknown => {
+            create_topic_if_absent(cluster, topic, partitions, 1, &[])?
+        }
+        Some(code) => {
+            return Err(ClientError::Kafka {
+                api: "Metadata",
+                code,
+                message: None,
+            })
+        }
+        None if md.topics.contains_key(topic) => {}
+        None => create_topic_if_absent(cluster, topic, partitions, 1, &[])?,
+    }
+    cluster.wait_for_leaders(topic)
+}

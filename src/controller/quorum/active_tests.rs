@@ -13,7 +13,7 @@ use super::server::BrokerCall;
 use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::active_controller::ControllerConfig;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
-use crate::controller::ids::{BrokerEpoch, BrokerId};
+use crate::model::{BrokerEpoch, BrokerId};
 use crate::runtime::{self, LocalSender, TcpListener};
 use crate::util::local_oneshot;
 use crate::util::shutdown::ShutdownSignal;

@@ -16,8 +16,8 @@ use uuid::Uuid;
 use super::network::ControllerClient;
 use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
-use crate::controller::ids::{BrokerEpoch, BrokerId, MetadataOffset};
 use crate::controller::records::Endpoint;
+use crate::model::{BrokerEpoch, BrokerId, MetadataOffset};
 use crate::runtime;
 use crate::util::shutdown::ShutdownSignal;
 

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::node::{QuorumConfig, QuorumNode};
-use crate::controller::ids::{BrokerId, MetadataOffset};
 use crate::controller::records::{MetadataRecord, RegisterBroker};
+use crate::model::{BrokerId, MetadataOffset};
 use crate::runtime::{self, TcpListener};
 
 /// Rounds of waiting for a change of some node's Raft state.

@@ -15,8 +15,8 @@ use super::state_machine::MetadataView;
 use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::ids::{BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use crate::controller::topic_changes::{ChangeRefused, TopicChange};
+use crate::model::{BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use crate::runtime;
 use crate::util::shutdown::ShutdownSignal;
 
@@ -145,7 +145,7 @@ impl ControllerLink {
     pub async fn allocate_producer_ids(
         &self,
         broker_id: BrokerId,
-        broker_epoch: crate::controller::ids::BrokerEpoch,
+        broker_epoch: crate::model::BrokerEpoch,
         within: Duration,
     ) -> Result<(i64, i64), ForwardError> {
         let request = ControllerRequest::AllocateProducerIds {

@@ -25,9 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use super::frame::{push_frame, read_frames};
 use super::{Entry, LogId, MetadataRaft, StorageError};
-use crate::controller::ids::BrokerId;
+use crate::model::BrokerId;
+use crate::runtime::durable_file;
 use crate::runtime::File;
-use crate::util::durable_file;
 
 const LOG_FILE: &str = "log";
 /// Kafka's name for the file holding the quorum's vote.

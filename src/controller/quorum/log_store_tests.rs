@@ -8,8 +8,8 @@ use openraft::{CommittedLeaderId, EntryPayload, RaftLogReader, Vote};
 
 use super::log_store::MetadataLogStore;
 use super::{Entry, LogId, MetadataBatch};
-use crate::controller::ids::BrokerId;
 use crate::controller::records::{MetadataRecord, RegisterBroker};
+use crate::model::BrokerId;
 use crate::runtime;
 
 fn log_id(term: u64, index: u64) -> LogId {

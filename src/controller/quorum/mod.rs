@@ -24,6 +24,7 @@ pub mod node;
 pub mod server;
 pub mod state_machine;
 pub mod status;
+pub mod status_report;
 pub mod wire;
 
 #[cfg(test)]
@@ -39,8 +40,8 @@ use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
-use super::ids::{BrokerId, MetadataOffset};
 use super::records::MetadataRecord;
+use crate::model::{BrokerId, MetadataOffset};
 use crate::runtime::raft_runtime::GlommioRaftRuntime;
 
 pub use node::{NotLeader, ProposeError, QuorumConfig, QuorumError, QuorumNode, QuorumStatus};

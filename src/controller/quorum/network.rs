@@ -17,7 +17,7 @@ use openraft::{AsyncRuntime, BasicNode};
 
 use super::wire::{read_frame, write_frame, ControllerRequest, ControllerResponse, WireError};
 use super::MetadataRaft;
-use crate::controller::ids::BrokerId;
+use crate::model::BrokerId;
 use crate::runtime::raft_runtime::GlommioRaftRuntime;
 use crate::runtime::{self, TcpStream};
 

@@ -22,8 +22,8 @@ use super::network::NetworkFactory;
 use super::server::{self, BrokerCall, ServerContext};
 use super::state_machine::{MetadataStateMachine, MetadataView};
 use super::{MetadataBatch, Raft};
-use crate::controller::ids::{BrokerId, MetadataOffset};
 use crate::controller::records::MetadataRecord;
+use crate::model::{BrokerId, MetadataOffset};
 use crate::runtime::{self, LocalSender, Task, TcpListener};
 use crate::util::shutdown::ShutdownSignal;
 

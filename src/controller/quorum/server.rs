@@ -12,7 +12,7 @@ use futures_lite::future;
 use super::state_machine::MetadataView;
 use super::wire::{read_frame, write_frame, ControllerRequest, ControllerResponse, WireError};
 use super::Raft;
-use crate::controller::ids::MetadataOffset;
+use crate::model::MetadataOffset;
 use crate::runtime::{self, LocalSender, TcpListener, TcpStream};
 use crate::util::local_oneshot;
 use crate::util::shutdown::ShutdownSignal;

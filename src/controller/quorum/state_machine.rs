@@ -25,9 +25,9 @@ use openraft::{
 use super::frame::{push_frame, read_frames};
 use super::{BatchApplied, Entry, LogId, MetadataRaft, StorageError};
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::ids::{BrokerId, MetadataOffset};
 use crate::controller::snapshot::{decode_snapshot, encode_snapshot};
-use crate::util::durable_file;
+use crate::model::{BrokerId, MetadataOffset};
+use crate::runtime::durable_file;
 
 const SNAPSHOT_FILE: &str = "snapshot";
 
@@ -40,7 +40,7 @@ pub struct MetadataView {
     applied: tokio::sync::watch::Sender<Option<MetadataOffset>>,
     /// On the active controller: the offset each broker said in its last heartbeat it has
     /// applied (soft state for `cluster status`, not part of the metadata).
-    reported: RefCell<std::collections::BTreeMap<crate::controller::ids::BrokerId, MetadataOffset>>,
+    reported: RefCell<std::collections::BTreeMap<crate::model::BrokerId, MetadataOffset>>,
 }
 
 impl MetadataView {
@@ -63,12 +63,12 @@ impl MetadataView {
     }
 
     /// A broker's heartbeat said it has applied `offset`.
-    pub fn note_reported(&self, broker: crate::controller::ids::BrokerId, offset: MetadataOffset) {
+    pub fn note_reported(&self, broker: crate::model::BrokerId, offset: MetadataOffset) {
         self.reported.borrow_mut().insert(broker, offset);
     }
 
     /// What `broker` last reported having applied, as heard by this node.
-    pub fn reported(&self, broker: crate::controller::ids::BrokerId) -> Option<MetadataOffset> {
+    pub fn reported(&self, broker: crate::model::BrokerId) -> Option<MetadataOffset> {
         self.reported.borrow().get(&broker).copied()
     }
 

@@ -8,8 +8,8 @@ use openraft::{CommittedLeaderId, EntryPayload, RaftSnapshotBuilder};
 
 use super::state_machine::MetadataStateMachine;
 use super::{Entry, LogId, MetadataBatch};
-use crate::controller::ids::{BrokerId, MetadataOffset};
 use crate::controller::records::{MetadataRecord, RegisterBroker};
+use crate::model::{BrokerId, MetadataOffset};
 use crate::runtime;
 
 fn log_id(index: u64) -> LogId {

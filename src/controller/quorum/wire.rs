@@ -20,8 +20,8 @@ use super::MetadataRaft;
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat, HeartbeatReply};
 use crate::controller::cluster_metadata::MetadataSnapshot;
-use crate::controller::ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use crate::controller::topic_changes::{ChangeRefused, TopicChange};
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 
 /// The largest frame either side accepts. Snapshot chunks are the largest messages
 /// (openraft's default chunk is 3 MiB); a metadata batch is far smaller.
@@ -68,7 +68,7 @@ pub enum ControllerResponse {
         broker_epoch: BrokerEpoch,
     },
     Heartbeat(HeartbeatReply),
-    Status(super::status::ClusterStatusReport),
+    Status(super::status_report::ClusterStatusReport),
     /// Per change in request order; `committed` is the offset of the batch's last record
     /// (`None` when nothing was proposed: all refused, or validate_only).
     TopicChanges {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::ids::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 
 use super::broker::{Broker, Role};
 use super::model_log::Batch;

@@ -37,10 +37,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use uuid::Uuid;
 
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::ids::{BrokerId, MetadataOffset};
 use crate::controller::records::MetadataRecord;
 use crate::controller::topic_admin::CreateTopicRequest;
 use crate::controller::{ActiveController, ControllerConfig};
+use crate::model::{BrokerId, MetadataOffset};
 use crate::util::rng::SeededRng;
 
 use broker::Broker;

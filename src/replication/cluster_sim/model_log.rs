@@ -3,7 +3,7 @@
 //! written durably on every change, as `replica_role` does, so it survives any crash and is
 //! cut back to the log's end on restart, as `load_epochs` does).
 
-use crate::controller::ids::LeaderEpoch;
+use crate::model::LeaderEpoch;
 use crate::replication::epoch_cache::LeaderEpochCache;
 
 /// One batch of one record, as the leader stamped it.

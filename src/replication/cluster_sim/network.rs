@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
-use crate::controller::ids::{BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
 use crate::util::rng::SeededRng;
 
 use super::model_log::Batch;

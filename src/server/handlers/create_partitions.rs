@@ -17,8 +17,8 @@ use bytes::Bytes;
 
 use super::create_topics::check_replicas;
 use super::{str_bytes, HandlerError, Request};
+use crate::model::MAX_PARTITIONS;
 use crate::shard::messages::AdminOp;
-use crate::shard::metadata::MAX_PARTITIONS;
 use crate::shard::offline::could_not_open_message;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {

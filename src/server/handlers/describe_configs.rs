@@ -21,7 +21,7 @@ use crate::config::topic_properties::{
 };
 use crate::config::{topic_log_config, BrokerConfig};
 use crate::log::LogConfig;
-use crate::shard::metadata::validate_topic_name;
+use crate::model::validate_topic_name;
 
 /// ConfigResource types (Kafka's `ConfigResource.Type`).
 pub const RESOURCE_TOPIC: i8 = 2;

@@ -15,8 +15,9 @@ use super::{str_bytes, topic_name, HandlerError, Request};
 use crate::controller::client_view;
 use crate::controller::cluster_metadata::{ClusterMetadata as ControllerMetadata, TopicState};
 use crate::group::api::OFFSETS_TOPIC;
+use crate::model::validate_topic_name;
 use crate::shard::messages::AdminOp;
-use crate::shard::metadata::{validate_topic_name, TopicMetadata};
+use crate::shard::metadata::TopicMetadata;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: MetadataRequest = req.decode()?;
@@ -201,7 +202,7 @@ fn cluster_topic_entry(
     t: &TopicState,
     version: i16,
 ) -> MetadataResponseTopic {
-    let ids = |brokers: &[crate::controller::BrokerId]| -> Vec<BrokerId> {
+    let ids = |brokers: &[crate::model::BrokerId]| -> Vec<BrokerId> {
         brokers.iter().map(|b| BrokerId(b.0)).collect()
     };
     let mut topic = topic_header(&t.name, t.id, version);

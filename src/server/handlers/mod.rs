@@ -536,7 +536,7 @@ pub struct ClusterAnswer {
     pub cluster_id: String,
     /// The live brokers; empty until this broker has applied any (then it names itself).
     pub brokers: Vec<crate::controller::published::LiveBroker>,
-    pub controller: Option<crate::controller::BrokerId>,
+    pub controller: Option<crate::model::BrokerId>,
 }
 
 /// `None` on a single-node broker.

@@ -7,7 +7,7 @@
 //!
 //! v0/v1 are hand-coded (`protocol::legacy_epoch`); v2+ come from the crate.
 
-use crate::controller::ids::LeaderEpoch;
+use crate::model::LeaderEpoch;
 use crate::protocol::legacy_epoch;
 use crate::protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderEpochRequest, OffsetForLeaderPartition,

@@ -2,6 +2,9 @@
 //! `GET /metrics/stages.json` (the merged latency breakdown). Each scrape asks every shard
 //! for its report over the mesh. Connections are short: one request, one answer, close.
 
+mod cluster_text;
+mod http;
+
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -9,12 +12,12 @@ use std::time::Duration;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
-use super::http::{self, Status};
-use super::{prometheus_text, stages_json};
 use crate::config::BrokerConfig;
+use crate::metrics::{prometheus_text, stages_json};
 use crate::runtime::{self, TcpListener, TcpStream};
 use crate::shard::Shard;
 use crate::util::shutdown::ShutdownSignal;
+use http::Status;
 
 /// Bound on reading a request head (a client that dribbles bytes is cut off).
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -96,7 +99,7 @@ pub fn spawn(listener: TcpListener, shard: Rc<Shard>, shutdown: Rc<ShutdownSigna
     runtime::spawn_detached(async move {
         let active = Rc::new(Cell::new(0usize));
         while let Some(stream) =
-            crate::server::accept::accept_until_shutdown(&listener, &shutdown, "metrics").await
+            super::accept::accept_until_shutdown(&listener, &shutdown, "metrics").await
         {
             let shard = Rc::clone(&shard);
             let active = Rc::clone(&active);
@@ -134,7 +137,7 @@ async fn serve_one(shard: &Rc<Shard>, mut stream: TcpStream) {
             METRICS_PATH => {
                 let mut body = prometheus_text::render(&shard.collect_metrics().await);
                 if let Some(cluster) = shard.cluster.get() {
-                    body.push_str(&prometheus_text::render_cluster(&cluster.get()));
+                    body.push_str(&cluster_text::render_cluster(&cluster.get()));
                 }
                 http::response(
                     Status::Ok,

@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::runtime::{self, File};
+use super::{self as runtime, File};
 
 /// Replaces `path` with `bytes` (the temporary file is `<path>.tmp`, in the same directory).
 pub async fn replace(path: &Path, bytes: Vec<u8>) -> io::Result<()> {
