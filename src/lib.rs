@@ -13,19 +13,20 @@
 //! 3. `server`: listeners, connections, one handler per API key, start and stop, the metrics
 //!    HTTP endpoint
 //! 4. `shard`: a core's partitions and services, and the routing of work between shards
-//! 5. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
-//! 6. `controller`: the cluster controller's pure state machine, placement, election, Raft
-//! 7. `config`, `config_listing`: broker and topic properties, their defaults and listing
-//! 8. `client`: the project's own Kafka client (commands, bench)
-//! 9. `group`: the consumer group coordinator (pure) and its records
-//! 10. `idempotence`: producer-state tables, their snapshots, the producer-id allocator
-//! 11. `log`: the partition log (segments, indexes, group commit, recovery, retention)
-//! 12. `health`: slow-fsync and low-disk warnings
-//! 13. `metrics`: per-shard registries and their renderings (a leaf: nothing stateful)
-//! 14. `protocol`: the Kafka wire formats (frames, record batches, legacy message sets)
-//! 15. `runtime`: the only module that touches glommio (executors, mesh, timers, net, files)
-//! 16. `util`: small single-threaded tools (exclusive sections, notify, budgets, shutdown)
-//! 17. `model`, `logging`, `alloc_guard`: shared newtypes and values; the log subscriber; the
+//! 5. `partition`: a hosted partition (log, producers, replica role, waiters) and its values
+//! 6. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
+//! 7. `controller`: the cluster controller's pure state machine, placement, election, Raft
+//! 8. `config`, `config_listing`: broker and topic properties, their defaults and listing
+//! 9. `client`: the project's own Kafka client (commands, bench)
+//! 10. `group`: the consumer group coordinator (pure) and its records
+//! 11. `idempotence`: producer-state tables, their snapshots, the producer-id allocator
+//! 12. `log`: the partition log (segments, indexes, group commit, recovery, retention)
+//! 13. `health`: slow-fsync and low-disk warnings
+//! 14. `metrics`: per-shard registries and their renderings (a leaf: nothing stateful)
+//! 15. `protocol`: the Kafka wire formats (frames, record batches, legacy message sets)
+//! 16. `runtime`: the only module that touches glommio (executors, mesh, timers, net, files)
+//! 17. `util`: small single-threaded tools (exclusive sections, notify, budgets, shutdown)
+//! 18. `model`, `logging`, `alloc_guard`: shared newtypes and values; the log subscriber; the
 //!     allocation guard. They import nothing of the crate.
 
 pub mod alloc_guard;
@@ -42,6 +43,7 @@ pub mod log;
 pub mod logging;
 pub mod metrics;
 pub mod model;
+pub mod partition;
 pub mod protocol;
 pub mod replication;
 pub mod runtime;

@@ -11,18 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Circles between files of one module that exist today and are being taken apart (by the
-/// services restructure and the broker property table): each is the sorted list of the
+/// broker property table): each is the sorted list of the
 /// circle's files (module paths). Nothing may be added here.
-const KNOWN_CIRCLES: &[&[&str]] = &[
-    &["config", "config_listing"],
-    &[
-        "shard/errors",
-        "shard/messages",
-        "shard/offline",
-        "shard/partition",
-        "shard/replica_role",
-    ],
-];
+const KNOWN_CIRCLES: &[&[&str]] = &[&["config", "config_listing"]];
 
 /// Imports across one layer that exist today and are being removed (by the broker property
 /// table): (importer, imported) top-level modules. Nothing may be added here.

@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::{opts, producer_seq_batch, seq_batch};
 use ringbroker::idempotence::producer_snapshot::list_snapshots;
 use ringbroker::log::{Log, LogConfig};
+use ringbroker::partition::Partition;
 use ringbroker::runtime::{block_on, now_ms, sleep};
-use ringbroker::shard::partition::Partition;
 
 fn config() -> LogConfig {
     LogConfig {

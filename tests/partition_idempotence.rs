@@ -13,8 +13,8 @@ use common::{file_batches, opts, producer_seq_batch, release, verify_log};
 use ringbroker::idempotence::append::ProduceError;
 use ringbroker::idempotence::producer_snapshot::{list_snapshots, snapshot_path};
 use ringbroker::log::{AppendInfo, Log, LogConfig};
+use ringbroker::partition::Partition;
 use ringbroker::runtime::{block_on, now_ms};
-use ringbroker::shard::partition::Partition;
 use tmpfs::Tmpfs;
 
 const PID: i64 = 4242;

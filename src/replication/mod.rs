@@ -1,6 +1,6 @@
 //! Partition replication as Kafka does it (../shared/CLUSTER.md, "Replication"): the pure
 //! state machines (the epoch cache, the leader's view of its replicas) and the follower's
-//! connection to leaders. The partitions' roles live in `shard::replica_role`, the fetchers
+//! connection to leaders. The partitions' roles live in `partition::replica_role`, the fetchers
 //! and ISR changes in `shard::replica_manager`.
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The decisions of a replica fetch, both sides, as pure functions: what the leader answers a
 //! follower's fetch before reading (fencing by leader epoch, divergence by last fetched
 //! epoch), and what the follower does with the answer (its new HW, where to truncate).
-//! `shard::replica_role` calls these around its I/O, and the cluster simulation
+//! `partition::replica_role` calls these around its I/O, and the cluster simulation
 //! (`cluster_sim`) calls the same ones, so the simulation checks the broker's rules.
 
 use crate::model::LeaderEpoch;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::errors::error_result;
-use super::messages::{AdminError, AdminOp, OffsetsReader, PartitionOp, PartitionResult};
+use super::messages::{AdminError, AdminOp, PartitionOp, PartitionResult};
 use super::metadata::{ClusterMetadata, PartitionMeta, TopicMetadata};
 use super::Shard;
 use crate::controller::cluster_metadata::ClusterMetadata as ControllerMetadata;
@@ -20,6 +20,7 @@ use crate::controller::topic_changes::TopicChange;
 use crate::group::api::OFFSETS_TOPIC;
 use crate::idempotence::producer_ids::ProducerIdError;
 use crate::model::{BrokerId, MetadataOffset, ProducerIdBlock};
+use crate::partition::offsets_reader::OffsetsReader;
 use crate::protocol::ResponseError;
 use crate::runtime;
 

@@ -1,49 +1,10 @@
 //! Kafka error codes for what a shard's work can fail with: log, produce and metadata errors,
 //! and the per-operation results of partitions that are unknown or whose shard did not answer.
 
-use super::messages::{AdminError, PartitionError, PartitionOp, PartitionResult};
+use super::messages::{AdminError, PartitionOp, PartitionResult};
 use super::metadata::MetadataError;
-use crate::idempotence::append;
-use crate::log::LogError;
+use crate::partition::error::PartitionError;
 use crate::protocol::ResponseError;
-
-/// Maps a log error to the Kafka error code a client expects.
-pub fn log_error(e: LogError) -> PartitionError {
-    let code = match &e {
-        LogError::InvalidBatch { .. } | LogError::CorruptSegment { .. } => {
-            ResponseError::CorruptMessage.code()
-        }
-        LogError::EmptyAppend => ResponseError::InvalidRecord.code(),
-        LogError::BatchTooLarge { .. } => ResponseError::MessageTooLarge.code(),
-        LogError::OffsetOutOfRange { .. } | LogError::ReplicaGap { .. } => {
-            ResponseError::OffsetOutOfRange.code()
-        }
-        LogError::DiskFull { .. }
-        | LogError::Io { .. }
-        | LogError::SyncFailed { .. }
-        | LogError::Offline { .. }
-        | LogError::Unrecoverable { .. } => ResponseError::KafkaStorageError.code(),
-        LogError::Closed(_) | LogError::Busy(_) => ResponseError::NotLeaderOrFollower.code(),
-    };
-    PartitionError::new(code, e.to_string())
-}
-
-/// Maps a produce error to the Kafka error code a client expects.
-pub fn produce_error(e: append::ProduceError) -> PartitionError {
-    match e {
-        append::ProduceError::Log(e) => log_error(e),
-        other => PartitionError {
-            code: other
-                .kafka_code()
-                .unwrap_or(ResponseError::UnknownServerError.code()),
-            message: other.to_string(),
-            record_errors: match &other {
-                append::ProduceError::Records(e) => e.record_errors().to_vec(),
-                _ => Vec::new(),
-            },
-        },
-    }
-}
 
 pub(super) fn metadata_error(e: MetadataError) -> AdminError {
     let code = match &e {

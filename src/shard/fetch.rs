@@ -11,15 +11,15 @@ use bytes::Bytes;
 use crate::log::LogError;
 use crate::metrics::registry::{self as metrics, Stage};
 
-use super::errors::log_error;
 use super::fetch_budget::{FetchBudget, ReadLimit};
 use super::messages::{
-    FetchReader, FetchedData, PartitionError, PartitionOp, PartitionResult, ShardReply,
-    ShardRequest,
+    FetchReader, FetchedData, PartitionOp, PartitionResult, ShardReply, ShardRequest,
 };
-use super::partition::{self, Partition};
 use super::Shard;
 use crate::model::BrokerId;
+use crate::partition::error::log_error;
+use crate::partition::error::PartitionError;
+use crate::partition::{self, Partition};
 use crate::runtime;
 
 impl Shard {

@@ -10,6 +10,10 @@ use super::metadata::ClusterMetadata;
 use crate::idempotence::producer_ids::ProducerIdError;
 use crate::log::AppendInfo;
 use crate::model::ProducerIdBlock;
+use crate::partition::error::PartitionError;
+use crate::partition::offline_notice::OfflineNotice;
+use crate::partition::offsets_reader::OffsetsReader;
+use crate::partition::summary::PartitionSummary;
 
 /// A message on the mesh: a request with an id, or the reply to one.
 pub enum MeshMessage {
@@ -50,7 +54,7 @@ pub enum ShardRequest {
     /// This shard's metrics report (a scrape of the metrics endpoint).
     Metrics,
     /// Partitions that went offline on the sending shard (see `shard::offline`).
-    PartitionsOffline(Vec<super::offline::OfflineNotice>),
+    PartitionsOffline(Vec<OfflineNotice>),
     /// Cluster mode: lead or follow as this metadata says, before it is published.
     ApplyRoles(Arc<crate::controller::published::ClusterSummary>),
 }
@@ -80,38 +84,6 @@ pub enum FetchReader {
         /// The follower's log start offset (-1: not sent).
         log_start_offset: i64,
     },
-}
-
-/// Who asks ListOffsets (Kafka's replica id): a consumer (-1) reads offsets below the HW, a
-/// follower broker (its id) up to the log end, both from the leader only; a debugging
-/// client (-2) may ask any replica, up to its log end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetsReader {
-    /// `current_leader_epoch` -1 is not checked (Kafka's rule).
-    Consumer {
-        current_leader_epoch: i32,
-    },
-    Replica {
-        current_leader_epoch: i32,
-    },
-    Debugging,
-}
-
-impl OffsetsReader {
-    /// Kafka's debugging replica id (`ListOffsetsRequest.DEBUGGING_REPLICA_ID`).
-    pub const DEBUGGING_REPLICA_ID: i32 = -2;
-
-    pub fn from_request(replica_id: i32, current_leader_epoch: i32) -> OffsetsReader {
-        match replica_id {
-            Self::DEBUGGING_REPLICA_ID => OffsetsReader::Debugging,
-            id if id >= 0 => OffsetsReader::Replica {
-                current_leader_epoch,
-            },
-            _ => OffsetsReader::Consumer {
-                current_leader_epoch,
-            },
-        }
-    }
 }
 
 /// One partition's ListOffsets answer.
@@ -209,25 +181,6 @@ impl PartitionOp {
     }
 }
 
-/// A Kafka error code with a message for the operator (and ErrorMessage fields).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionError {
-    pub code: i16,
-    pub message: String,
-    /// The records that made a produce fail (KIP-467, Produce v8+); empty otherwise.
-    pub record_errors: Vec<crate::log::record_check::RecordError>,
-}
-
-impl PartitionError {
-    pub fn new(code: i16, message: String) -> PartitionError {
-        PartitionError {
-            code,
-            message,
-            record_errors: Vec::new(),
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct FetchedData {
     pub records: Bytes,
@@ -250,43 +203,6 @@ pub enum PartitionResult {
     LegacyOffsets(Result<Vec<i64>, PartitionError>),
     DeleteRecords(Result<i64, PartitionError>),
     Describe(Result<PartitionSummary, PartitionError>),
-}
-
-/// A partition as [`PartitionOp::Describe`] reads it.
-#[derive(Debug, Clone, Default)]
-pub struct PartitionSummary {
-    pub log_start_offset: i64,
-    /// The end of what is written (ListOffsets' latest offset).
-    pub end_offset: i64,
-    pub size_bytes: u64,
-    /// Empty unless asked for.
-    pub producers: Vec<ActiveProducer>,
-    /// What OffsetForLeaderEpoch answers from.
-    pub epochs: EpochView,
-}
-
-/// A partition's leader epochs as OffsetForLeaderEpoch sees them.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum EpochView {
-    /// A single node: one epoch (0), from the log start.
-    #[default]
-    Alone,
-    /// Led here at `epoch`, with the epoch cache.
-    Leader {
-        epoch: i32,
-        cache: crate::replication::epoch_cache::LeaderEpochCache,
-    },
-    /// Followed here: only the leader answers (CLUSTER.md).
-    Follower,
-}
-
-/// An idempotent producer with written batches on a partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActiveProducer {
-    pub producer_id: i64,
-    pub epoch: i16,
-    pub last_sequence: i32,
-    pub last_timestamp: i64,
 }
 
 #[derive(Debug, Clone)]

@@ -7,7 +7,6 @@
 //! the metadata; it persists each change and then hands the new version to every shard.
 
 pub mod cluster_admin;
-mod delete_records;
 mod errors;
 pub mod fetch;
 pub mod fetch_budget;
@@ -21,14 +20,12 @@ pub mod metadata_store;
 pub mod metrics_report;
 pub mod offline;
 mod open_logs;
-pub mod partition;
 pub mod partition_dirs;
 mod partition_ops;
 pub mod producer_ids;
 pub mod recovery_summary;
 pub mod replica_manager;
 pub mod replica_reset;
-pub mod replica_role;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -46,15 +43,16 @@ use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
-pub use errors::{log_error, produce_error};
+
+use crate::partition::error::PartitionError;
+use crate::partition::offline_notice::OfflineNotice;
+use crate::partition::Partition;
 use errors::{metadata_error, unavailable_result, unknown_partition_result};
 use messages::{
-    AdminError, AdminOp, MeshMessage, PartitionError, PartitionOp, PartitionResult, ShardReply,
-    ShardRequest,
+    AdminError, AdminOp, MeshMessage, PartitionOp, PartitionResult, ShardReply, ShardRequest,
 };
 use metadata::ClusterMetadata;
-use offline::{OfflineNotice, OfflinePartition};
-use partition::Partition;
+use offline::OfflinePartition;
 use recovery_summary::RecoverySummary;
 
 #[derive(Debug, thiserror::Error)]

@@ -18,10 +18,11 @@ use uuid::Uuid;
 use super::errors::error_result;
 use super::messages::{PartitionOp, PartitionResult, ShardReply, ShardRequest};
 use super::metadata::{ClusterMetadata, TopicMetadata};
-use super::partition::Partition;
 use super::partition_dirs::PartitionDirError;
 use super::{PartitionKey, Shard};
 use crate::log::LogError;
+use crate::partition::offline_notice::OfflineNotice;
+use crate::partition::Partition;
 use crate::protocol::ResponseError;
 
 /// Why a partition is offline.
@@ -57,29 +58,6 @@ impl OfflinePartition {
             reason: format!("{}: {}", self.dir.display(), self.cause),
         }
     }
-}
-
-/// What every shard knows of an offline partition, wherever it lives (sent over the mesh).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OfflineNotice {
-    pub topic: String,
-    pub index: i32,
-    /// The incarnation of the topic it belongs to: a new topic of the same name is not offline.
-    pub topic_id: Uuid,
-    pub reason: String,
-}
-
-/// The error message for partitions of `topic` that were just created but could not be
-/// opened, naming them and the first one's cause; `None` if there are none.
-pub fn could_not_open_message(topic: &str, offline: &[OfflineNotice]) -> Option<String> {
-    let first = offline.first()?;
-    let list: Vec<String> = offline.iter().map(|n| n.index.to_string()).collect();
-    Some(format!(
-        "topic '{topic}': partition(s) {} could not be opened and are offline (KAFKA_STORAGE_ERROR); partition {}: {}",
-        list.join(", "),
-        first.index,
-        first.reason
-    ))
 }
 
 /// A partition of this shard, as requests find it.

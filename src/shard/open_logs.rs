@@ -5,14 +5,15 @@
 use std::io;
 
 use super::metadata::{self, ClusterMetadata, TopicMetadata};
-use super::offline::{OfflineCause, OfflineNotice, OfflinePartition};
-use super::partition::Partition;
+use super::offline::{OfflineCause, OfflinePartition};
 use super::partition_dirs::{self, Aside, PartitionDirError};
 use super::recovery_summary::RecoverySummary;
 use super::{PartitionKey, Shard};
 use crate::config::topic_log_config;
 use crate::idempotence::append::ProducerLoad;
 use crate::log::{Log, LogConfig};
+use crate::partition::offline_notice::OfflineNotice;
+use crate::partition::Partition;
 use crate::runtime;
 
 impl Shard {

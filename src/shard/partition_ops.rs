@@ -4,12 +4,14 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::errors::{log_error, produce_error};
 use super::fetch_budget;
-use super::messages::{OffsetAnswer, OffsetsReader, PartitionError, PartitionOp, PartitionResult};
-use super::partition::{self, Partition};
+use super::messages::{OffsetAnswer, PartitionOp, PartitionResult};
 use super::Shard;
 use crate::log::AppendInfo;
+use crate::partition::error::PartitionError;
+use crate::partition::error::{log_error, produce_error};
+use crate::partition::offsets_reader::OffsetsReader;
+use crate::partition::{self, Partition};
 use crate::runtime;
 
 impl Shard {

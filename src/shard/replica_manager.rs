@@ -27,9 +27,7 @@ use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::partition::Partition;
 use super::replica_reset;
-use super::replica_role::{FetchPosition, LeaderMarks};
 use super::Shard;
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::cluster_metadata::ClusterMetadata;
@@ -37,6 +35,8 @@ use crate::controller::published::ClusterSummary;
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
 use crate::group::api::OFFSETS_TOPIC;
 use crate::model::{BrokerId, LeaderEpoch};
+use crate::partition::replica_role::{FetchPosition, LeaderMarks};
+use crate::partition::Partition;
 use crate::protocol::ResponseError;
 use crate::replication::fetch_session_client::FollowerSession;
 use crate::replication::leader_state::{IsrProposal, LeaderConfig};

@@ -16,10 +16,10 @@ use kafka_protocol::messages::list_offsets_response::ListOffsetsResponse;
 use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::partition::Partition;
-use super::replica_role::{FetchPosition, ReplicaRole};
 use crate::log::LogError;
 use crate::model::BrokerId;
+use crate::partition::replica_role::{FetchPosition, ReplicaRole};
+use crate::partition::Partition;
 use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::replication::replica_client::{ReplicaClient, ReplicaClientError};
 use crate::replication::replica_fetch::{self, OutOfRangeAction};

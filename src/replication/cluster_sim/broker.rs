@@ -1,5 +1,5 @@
 //! A simulated broker: its metadata view, and per partition a replica that leads (with the
-//! real [`LeaderState`]) or follows, exactly as `shard::replica_role` and
+//! real [`LeaderState`]) or follows, exactly as `partition::replica_role` and
 //! `shard::replica_manager` do, with messages instead of I/O. The decisions are the pure
 //! functions the broker calls ([`replica_fetch`], `LeaderState`, `LeaderEpochCache`).
 

@@ -18,8 +18,8 @@ use bytes::Bytes;
 use super::create_topics::check_replicas;
 use super::{str_bytes, HandlerError, Request};
 use crate::model::MAX_PARTITIONS;
+use crate::partition::offline_notice::could_not_open_message;
 use crate::shard::messages::AdminOp;
-use crate::shard::offline::could_not_open_message;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: CreatePartitionsRequest = req.decode()?;

@@ -17,8 +17,8 @@ use bytes::Bytes;
 
 use super::alter_configs::Failure;
 use super::{str_bytes, HandlerError, Request};
+use crate::partition::offline_notice::could_not_open_message;
 use crate::shard::messages::AdminOp;
-use crate::shard::offline::could_not_open_message;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: CreateTopicsRequest = if req.version() <= 1 {

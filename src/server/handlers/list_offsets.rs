@@ -17,7 +17,8 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{HandlerError, Request};
-use crate::shard::messages::{OffsetsReader, PartitionOp, PartitionResult};
+use crate::partition::offsets_reader::OffsetsReader;
+use crate::shard::messages::{PartitionOp, PartitionResult};
 
 /// Latest tiered offset (KIP-1005): the one answer without a leader epoch.
 const LATEST_TIERED_TIMESTAMP: i64 = -5;

@@ -26,8 +26,9 @@ use crate::replication::replica_fetch::{self, FetchDecision};
 use crate::runtime;
 use crate::util::local_oneshot;
 
-use super::messages::{OffsetsReader, PartitionError};
-use super::partition::Partition;
+use super::error::PartitionError;
+use super::offsets_reader::OffsetsReader;
+use super::Partition;
 
 /// What a follower's fetch asked for, to check its answer against: the answer applies only
 /// if the partition still follows that leader at that epoch and still ends at that offset.
@@ -92,7 +93,7 @@ fn check_epoch(given: i32, mine: i32) -> Result<(), PartitionError> {
 
 /// Waits for `woken` or `deadline`, whichever comes first; true if the deadline did. The
 /// deadline is pinned once for a whole wait, which may be woken (and wait again) many times.
-pub(super) async fn deadline_first(
+pub async fn deadline_first(
     woken: impl std::future::Future,
     deadline: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> bool {
@@ -493,7 +494,7 @@ impl Partition {
     }
 
     /// Whether the partition still follows as `asked` and ends where it asked from.
-    pub(super) fn still_at(&self, asked: FetchPosition) -> bool {
+    pub fn still_at(&self, asked: FetchPosition) -> bool {
         let following = matches!(&*self.role.borrow(), ReplicaRole::Follower(f)
             if f.leader == Some(asked.leader) && f.leader_epoch == asked.leader_epoch);
         following && self.log.offsets().log_end_offset == asked.fetch_offset
@@ -728,7 +729,7 @@ impl Partition {
         Ok(())
     }
 
-    pub(super) async fn write_epochs(&self) -> Result<(), LogError> {
+    pub async fn write_epochs(&self) -> Result<(), LogError> {
         let dir = self.log.dir().to_path_buf();
         let cache = self.epochs.borrow().clone();
         epoch_cache::write_checkpoint(&dir, &cache)

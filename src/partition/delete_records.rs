@@ -6,11 +6,12 @@
 
 use std::time::Duration;
 
-use super::errors::log_error;
-use super::messages::{OffsetsReader, PartitionError};
-use super::partition::Partition;
-use super::replica_role::{deadline_first, ReplicaRole};
+use super::error::log_error;
 use crate::model::{BrokerId, LeaderEpoch};
+use crate::partition::error::PartitionError;
+use crate::partition::offsets_reader::OffsetsReader;
+use crate::partition::replica_role::{deadline_first, ReplicaRole};
+use crate::partition::Partition;
 use crate::protocol::ResponseError;
 use crate::runtime;
 use crate::util::local_oneshot;
@@ -20,7 +21,7 @@ impl Partition {
     /// offset past the HW is OFFSET_OUT_OF_RANGE (records not yet committed cannot go); a
     /// topic without the `delete` cleanup policy refuses with POLICY_VIOLATION. A leader
     /// waits at most `timeout` for its followers (REQUEST_TIMED_OUT after it).
-    pub(super) async fn delete_records(
+    pub async fn delete_records(
         &self,
         offset: i64,
         timeout: Duration,
@@ -62,7 +63,7 @@ impl Partition {
     }
 
     /// The leader's side of a follower's fetch: the log start offset it reported.
-    pub(super) fn record_follower_log_start(&self, follower: BrokerId, log_start: i64) {
+    pub fn record_follower_log_start(&self, follower: BrokerId, log_start: i64) {
         let changed = match &mut *self.role.borrow_mut() {
             ReplicaRole::Leader(l) => l.on_follower_log_start(follower, log_start),
             _ => false,
@@ -73,7 +74,7 @@ impl Partition {
     }
 
     /// Answers every DeleteRecords waiting here, to look again.
-    pub(super) fn wake_low_watermark_waiters(&self) {
+    pub fn wake_low_watermark_waiters(&self) {
         let waiters = std::mem::take(&mut *self.low_watermark_waiters.borrow_mut());
         for w in waiters {
             w.send(());

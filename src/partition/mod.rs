@@ -1,5 +1,18 @@
-//! A partition as its owning shard holds it: the log, its idempotent producers, and the
-//! fetchers waiting for new data.
+//! A partition as its owning shard holds it: the log, its idempotent producers, its replica
+//! role (leader or follower state, acks=all waiters) and the fetchers waiting for new data;
+//! and the small values partition operations answer with. Owned by one shard's thread; the
+//! shard routes requests to it.
+//!
+//! - [`replica_role`]: leader/follower state and the I/O around the pure replication rules
+//! - [`delete_records`]: DeleteRecords, answered once every replica's log start has passed
+//! - [`error`], [`offsets_reader`], [`summary`], [`offline_notice`]: values of its operations
+
+pub mod delete_records;
+pub mod error;
+pub mod offline_notice;
+pub mod offsets_reader;
+pub mod replica_role;
+pub mod summary;
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -8,10 +21,10 @@ use crate::idempotence::append::{self, ProduceError, ProducerLoad, ProducerState
 use crate::log::{record_check, AppendInfo, AppendOptions, Log, LogError};
 use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::runtime;
-use crate::shard::messages::{ActiveProducer, EpochView, PartitionSummary};
-use crate::shard::replica_role::{FollowerView, ReplicaRole};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
+use replica_role::{FollowerView, ReplicaRole};
+use summary::{ActiveProducer, EpochView, PartitionSummary};
 
 /// Wakes one long-polling fetch when any of the partitions it watches gets data. The fetch
 /// holds the only strong reference; partitions hold weak ones, so a fetch that timed out
