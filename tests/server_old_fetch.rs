@@ -7,7 +7,8 @@ use kafka_protocol::messages::fetch_response::FetchResponse;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::ResponseError;
 use ringbroker::protocol::batch_builder::BatchBuilder;
-use ringbroker::protocol::legacy::{compress_records, parse_message_set, CODEC_GZIP, CODEC_ZSTD};
+use ringbroker::protocol::codecs::{compress_records, CODEC_GZIP, CODEC_ZSTD};
+use ringbroker::protocol::legacy::parse_message_set;
 use ringbroker::protocol::record_batch::{
     compute_crc, ATTRIBUTES_OFFSET, BATCH_HEADER_LEN, BATCH_LENGTH_OFFSET, CRC_OFFSET, LOG_OVERHEAD,
 };

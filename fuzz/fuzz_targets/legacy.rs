@@ -13,10 +13,8 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use ringbroker::protocol::legacy::{
-    compress_records, convert_message_set, decompress_records, parse_message_set,
-    MESSAGE_LOG_OVERHEAD,
-};
+use ringbroker::protocol::codecs::{compress_records, decompress_records};
+use ringbroker::protocol::legacy::{convert_message_set, parse_message_set, MESSAGE_LOG_OVERHEAD};
 use ringbroker::protocol::legacy_produce::decode_produce_v0_2;
 use ringbroker::protocol::record_batch::validate_exact;
 

@@ -10,8 +10,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use ringbroker::protocol::batch_builder::decode_records;
+use ringbroker::protocol::codecs::compress_records;
 use ringbroker::protocol::decompressed_records::decode_records_decompressed;
-use ringbroker::protocol::legacy::compress_records;
 use ringbroker::protocol::record_batch::{
     compute_crc, set_base_offset, set_log_append_time, set_partition_leader_epoch, validate,
     validate_exact, BatchHeader, ATTRIBUTES_OFFSET, BATCH_HEADER_LEN, BATCH_LENGTH_OFFSET,

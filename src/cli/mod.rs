@@ -18,6 +18,7 @@ pub mod connect;
 pub mod consume;
 pub mod explain;
 pub mod group;
+pub mod group_reset;
 pub mod produce;
 pub mod record_format;
 pub mod table;

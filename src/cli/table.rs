@@ -130,6 +130,11 @@ pub(super) fn yes_no(b: bool) -> &'static str {
     }
 }
 
+/// An optional number as a table cell: `-` when absent.
+pub(super) fn opt(v: Option<i64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use crate::log::record_check::with_records_section;
-use crate::protocol::legacy::compress_records;
+use crate::protocol::codecs::compress_records;
 pub use crate::protocol::record_batch::Compression;
 use crate::protocol::record_batch::BATCH_HEADER_LEN;
 

@@ -11,7 +11,7 @@
 //! section, so idempotent batches keep their producer fields as in Kafka.
 
 use crate::log::config::LogConfig;
-use crate::protocol::legacy::{compress_records, decompress_records};
+use crate::protocol::codecs::{compress_records, decompress_records};
 use crate::protocol::record_batch::{
     self, BatchHeader, Compression, TimestampType, ATTRIBUTES_OFFSET, BATCH_HEADER_LEN,
     BATCH_LENGTH_OFFSET, COMPRESSION_CODEC_MASK, CRC_OFFSET, LOG_OVERHEAD,

@@ -20,7 +20,7 @@ pub fn decode_records_decompressed(
         return decode_validated(batch, &header);
     }
     let end = header.total_len();
-    let records = super::legacy::decompress_records(
+    let records = super::codecs::decompress_records(
         (header.attributes & COMPRESSION_CODEC_MASK) as u8,
         &batch[BATCH_HEADER_LEN..end],
         max_decompressed,
@@ -62,7 +62,7 @@ mod decompressed_tests {
         for codec in [1u8, 2, 3, 4] {
             let records = &plain[super::super::record_batch::BATCH_HEADER_LEN..];
             let compressed =
-                super::super::legacy::compress_records(codec, records).expect("compress");
+                super::super::codecs::compress_records(codec, records).expect("compress");
             let mut batch = plain[..super::super::record_batch::BATCH_HEADER_LEN].to_vec();
             batch.extend_from_slice(&compressed);
             let attrs = i16::from(codec);

@@ -14,7 +14,8 @@
 //! compression pass off the reactor (decompressing is needed anyway to reach the records).
 
 use super::batch_builder::{decode_records, DecodeError};
-use super::legacy::{decompress_records, LegacyError, CODEC_NONE, CODEC_ZSTD};
+use super::codecs::{decompress_records, CODEC_NONE, CODEC_ZSTD};
+use super::legacy_error::LegacyError;
 use super::record_batch::{
     compute_crc, BatchHeader, TimestampType, ATTRIBUTES_OFFSET, BATCH_HEADER_LEN,
     BATCH_LENGTH_OFFSET, COMPRESSION_CODEC_MASK, CRC_OFFSET, LOG_OVERHEAD,
@@ -163,7 +164,8 @@ fn put_message(
 mod tests {
     use super::*;
     use crate::protocol::batch_builder::BatchBuilder;
-    use crate::protocol::legacy::{parse_message_set, CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY};
+    use crate::protocol::codecs::{CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY};
+    use crate::protocol::legacy::parse_message_set;
     use crate::protocol::record_batch::set_base_offset;
 
     /// A batch of `n` records at `base`, keys "k<i>", values "v<i>", compressed with `codec`.
@@ -183,7 +185,7 @@ mod tests {
             plain
         } else {
             let records =
-                crate::protocol::legacy::compress_records(codec, &plain[BATCH_HEADER_LEN..])
+                crate::protocol::codecs::compress_records(codec, &plain[BATCH_HEADER_LEN..])
                     .unwrap();
             let mut v = plain[..BATCH_HEADER_LEN].to_vec();
             v.extend_from_slice(&records);

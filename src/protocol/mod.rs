@@ -6,6 +6,7 @@
 //! `protocol::ResponseError`, ...), so the crate can be replaced or patched in one place; our
 //! own error types wrap its errors.
 pub mod batch_builder;
+pub mod codecs;
 pub mod decompressed_records;
 pub mod frame;
 pub mod header;
@@ -13,9 +14,11 @@ pub mod legacy;
 pub mod legacy_admin;
 pub mod legacy_downconvert;
 pub mod legacy_epoch;
+pub mod legacy_error;
 pub mod legacy_fetch;
 pub mod legacy_offsets;
 pub mod legacy_produce;
+mod legacy_reader;
 pub mod record_batch;
 pub mod response_frame;
 pub mod sharing_buf;
