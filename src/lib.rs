@@ -15,7 +15,6 @@ pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod config;
-pub mod config_listing;
 pub mod controller;
 pub mod group;
 pub mod health;

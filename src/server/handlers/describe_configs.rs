@@ -1,6 +1,6 @@
 //! DescribeConfigs (key 32): the effective config of topics (every topic property of the
-//! table in `config::topic_properties`, with where its value comes from) and of this broker (read-only: broker
-//! properties are set in the config file or on the command line).
+//! table in `config::topic_properties`, with where its value comes from) and of this broker
+//! (every property of `config::broker_properties`, then the topic defaults it lacks).
 
 use crate::protocol::legacy_admin::{
     decode_describe_configs_v0, encode_describe_configs_response_v0,
@@ -14,12 +14,11 @@ use crate::protocol::messages::describe_configs_response::{
 };
 use crate::protocol::ResponseError;
 use bytes::Bytes;
+use std::collections::BTreeMap;
 
 use super::{str_bytes, HandlerError, Request};
-use crate::config::topic_properties::{
-    TOPIC_PROPERTIES, TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG, TYPE_STRING,
-};
-use crate::config::{topic_log_config, BrokerConfig};
+use crate::config::topic_properties::TOPIC_PROPERTIES;
+use crate::config::{broker_property, topic_log_config, BrokerConfig, BROKER_PROPERTIES};
 use crate::log::LogConfig;
 use crate::shard::metadata::validate_topic_name;
 
@@ -142,7 +141,7 @@ fn describe_topic(
             format!("the stored config of topic {name} is invalid: {e}"),
         )
     })?;
-    let no_overrides = std::collections::BTreeMap::new();
+    let no_overrides = BTreeMap::new();
     let mut configs = Vec::new();
     for prop in TOPIC_PROPERTIES {
         let name = prop.name;
@@ -193,317 +192,6 @@ fn describe_topic(
     Ok(configs)
 }
 
-/// The broker properties DescribeConfigs reports: (name, value, type, doc).
-fn broker_properties(c: &BrokerConfig) -> Vec<(&'static str, String, i8, &'static str)> {
-    let mut props = vec![
-        (
-            "node.id",
-            c.node_id.to_string(),
-            TYPE_INT,
-            "This broker's id.",
-        ),
-        (
-            "broker.id",
-            c.node_id.to_string(),
-            TYPE_INT,
-            "This broker's id (same as node.id).",
-        ),
-        (
-            "listeners",
-            listed_value(c, "listeners"),
-            TYPE_STRING,
-            "The addresses listened on: clients' (every shard), and CONTROLLER's in a cluster.",
-        ),
-        (
-            "advertised.listeners",
-            listed_value(c, "advertised.listeners"),
-            TYPE_STRING,
-            "The address given to clients in Metadata.",
-        ),
-        (
-            "log.dirs",
-            c.data_dir.display().to_string(),
-            TYPE_STRING,
-            "The data directory.",
-        ),
-        (
-            "num.partitions",
-            c.num_partitions.to_string(),
-            TYPE_INT,
-            "Partitions of auto-created topics and of CreateTopics with -1.",
-        ),
-        (
-            "auto.create.topics.enable",
-            c.auto_create_topics.to_string(),
-            TYPE_BOOLEAN,
-            "Create unknown topics asked for in Metadata.",
-        ),
-        (
-            "fetch.max.bytes",
-            c.fetch_max_bytes.to_string(),
-            TYPE_INT,
-            "Most record bytes in one Fetch response (the first batch comes whole).",
-        ),
-        (
-            "max.incremental.fetch.session.cache.slots",
-            c.fetch_session_cache_slots.to_string(),
-            TYPE_INT,
-            "Fetch sessions (KIP-227) kept per shard; 0 turns them off.",
-        ),
-        (
-            "socket.request.max.bytes",
-            c.socket_request_max_bytes.to_string(),
-            TYPE_INT,
-            "Largest request frame accepted.",
-        ),
-        (
-            "queued.max.request.bytes",
-            c.queued_max_request_bytes(),
-            TYPE_LONG,
-            "Request bytes in flight on one connection before the broker stops reading it.",
-        ),
-        (
-            "log.flush.offset.checkpoint.interval.ms",
-            c.checkpoint_interval_ms.to_string(),
-            TYPE_LONG,
-            "How often each partition's recovery point and producer state are written (also at every roll).",
-        ),
-        (
-            "replica.high.watermark.checkpoint.interval.ms",
-            c.hw_checkpoint_interval_ms.to_string(),
-            TYPE_LONG,
-            "How often a replicated partition's high watermark is written, when it moved.",
-        ),
-        (
-            "connections.max.idle.ms",
-            c.connections_max_idle_ms.to_string(),
-            TYPE_LONG,
-            "A connection with no request for this long is closed; -1 never closes one.",
-        ),
-        (
-            "ringbroker.request.read.timeout.ms",
-            c.request_read_timeout_ms.to_string(),
-            TYPE_LONG,
-            "Time for the rest of a request to arrive once its first bytes did (at most connections.max.idle.ms).",
-        ),
-        (
-            "ringbroker.shutdown.timeout.ms",
-            c.shutdown_timeout_ms.to_string(),
-            TYPE_LONG,
-            "From SIGTERM or a failure, the broker ends within this; past it, it exits non-zero at once.",
-        ),
-        (
-            "max.connections",
-            c.max_connections.to_string(),
-            TYPE_INT,
-            "Open connections across all shards; more are closed at once.",
-        ),
-        (
-            "max.connections.per.ip",
-            c.max_connections_per_ip.to_string(),
-            TYPE_INT,
-            "Open connections from one address; more are closed at once.",
-        ),
-        (
-            "max.connections.per.ip.overrides",
-            listed_value(c, "max.connections.per.ip.overrides"),
-            TYPE_STRING,
-            "Per-address limits (ip:count,...) that replace max.connections.per.ip.",
-        ),
-        (
-            "ringbroker.produce.memory.max.bytes",
-            c.produce_memory_limit().to_string(),
-            TYPE_LONG,
-            "Produce request bytes one shard holds; more waits in the sockets (backpressure).",
-        ),
-        (
-            "num.shards",
-            c.shards.to_string(),
-            TYPE_INT,
-            "Shards (executors, one per core).",
-        ),
-        (
-            "ringbroker.pin.shards",
-            c.pin_shards.to_string(),
-            TYPE_BOOLEAN,
-            "Pin shard i to CPU i.",
-        ),
-        (
-            "ringbroker.acks.all.fsync",
-            c.fsync_on_acks_all.to_string(),
-            TYPE_BOOLEAN,
-            "acks=all produce waits for an fdatasync.",
-        ),
-        (
-            "ringbroker.log.io",
-            crate::config_listing::log_io_name(c.log_defaults.io).to_string(),
-            TYPE_STRING,
-            "How segment files are written: direct (O_DIRECT) or buffered (page cache).",
-        ),
-        (
-            "ringbroker.log.tail.cache.bytes",
-            c.tail_cache_bytes.to_string(),
-            TYPE_LONG,
-            "Per shard: memory for the last written log bytes, served to fetches without a disk read.",
-        ),
-        (
-            "offsets.topic.num.partitions",
-            c.group.offsets_partitions.to_string(),
-            TYPE_INT,
-            "Partitions of __consumer_offsets (fixed once the topic exists).",
-        ),
-        (
-            "offsets.retention.minutes",
-            (c.group.offsets_retention_ms / 60_000).to_string(),
-            TYPE_INT,
-            "Committed offsets of an empty group expire after this long.",
-        ),
-        (
-            "group.initial.rebalance.delay.ms",
-            c.group.initial_rebalance_delay_ms.to_string(),
-            TYPE_INT,
-            "How long a new group waits for more members before its first rebalance.",
-        ),
-        (
-            "group.min.session.timeout.ms",
-            c.group.min_session_timeout_ms.to_string(),
-            TYPE_INT,
-            "Smallest session timeout a member may ask for.",
-        ),
-        (
-            "group.max.session.timeout.ms",
-            c.group.max_session_timeout_ms.to_string(),
-            TYPE_INT,
-            "Largest session timeout a member may ask for.",
-        ),
-        (
-            "group.max.size",
-            c.group.max_size.to_string(),
-            TYPE_INT,
-            "Most members one group may have.",
-        ),
-        (
-            "producer.id.expiration.ms",
-            c.producer_id_expiration_ms.to_string(),
-            TYPE_LONG,
-            "How long an idempotent producer may stay idle before the broker forgets its sequence numbers.",
-        ),
-        (
-            "ringbroker.metrics.listen",
-            c.metrics_listen
-                .map_or_else(|| "none".to_string(), |a| a.to_string()),
-            TYPE_STRING,
-            "Where shard 0 serves GET /metrics; none disables it.",
-        ),
-        (
-            "ringbroker.log.slow.fsync.warn.ms",
-            c.slow_fsync_warn_ms.to_string(),
-            TYPE_LONG,
-            "An fdatasync slower than this is logged (rate-limited); 0 disables.",
-        ),
-        (
-            "ringbroker.disk.free.warn.bytes",
-            c.disk_free_warn_bytes.to_string(),
-            TYPE_LONG,
-            "Warn when the data dir's filesystem has less free space; 0 disables.",
-        ),
-        (
-            "ringbroker.disk.free.warn.percent",
-            c.disk_free_warn_percent.to_string(),
-            TYPE_INT,
-            "Warn when less than this percentage of the filesystem is free; 0 disables.",
-        ),
-    ];
-    // The KRaft properties (cluster mode), as `--check-config` lists them.
-    const CLUSTER_DOCS: &[(&str, i8, &str)] = &[
-        (
-            "broker.heartbeat.interval.ms",
-            TYPE_INT,
-            "How often a broker heartbeats the active controller.",
-        ),
-        (
-            "broker.rack",
-            TYPE_STRING,
-            "This broker's rack: replicas are spread over racks.",
-        ),
-        (
-            "broker.session.timeout.ms",
-            TYPE_INT,
-            "A broker silent this long is fenced.",
-        ),
-        (
-            "cluster.id",
-            TYPE_STRING,
-            "The cluster's id (meta.properties); generated when not set.",
-        ),
-        (
-            "controller.listener.names",
-            TYPE_LIST,
-            "Listeners the controller quorum uses.",
-        ),
-        (
-            "controller.quorum.election.timeout.ms",
-            TYPE_INT,
-            "Shortest Raft election timeout of the metadata quorum.",
-        ),
-        (
-            "controller.quorum.voters",
-            TYPE_LIST,
-            "The metadata quorum: id@host:port,... (unset: single node).",
-        ),
-        (
-            "default.replication.factor",
-            TYPE_INT,
-            "Replication factor of topics created without one.",
-        ),
-        (
-            "offsets.topic.replication.factor",
-            TYPE_INT,
-            "Replication factor of __consumer_offsets (capped by the live brokers).",
-        ),
-        (
-            "process.roles",
-            TYPE_LIST,
-            "broker, controller, or both (default: both for a voter).",
-        ),
-        (
-            "replica.fetch.max.bytes",
-            TYPE_INT,
-            "Bytes a follower asks for per partition in one fetch.",
-        ),
-        (
-            "replica.fetch.response.max.bytes",
-            TYPE_INT,
-            "Bytes a follower asks for in one fetch, all partitions together (the first \
-             batch comes even when larger).",
-        ),
-        (
-            "replica.fetch.wait.max.ms",
-            TYPE_INT,
-            "How long a follower's fetch waits at the leader for new data.",
-        ),
-        (
-            "replica.lag.time.max.ms",
-            TYPE_LONG,
-            "A follower not caught up for this long leaves the ISR.",
-        ),
-    ];
-    props.extend(
-        CLUSTER_DOCS
-            .iter()
-            .map(|(name, kind, doc)| (*name, listed_value(c, name), *kind, *doc)),
-    );
-    // The topic defaults (`log.*`, `message.max.bytes`, ...), under their broker names.
-    let no_overrides = std::collections::BTreeMap::new();
-    for p in TOPIC_PROPERTIES {
-        if let Some(broker_name) = p.broker_name {
-            let v = p.value(&c.log_defaults, &no_overrides);
-            props.push((broker_name, v, p.kind.config_type(), p.doc));
-        }
-    }
-    props
-}
-
 fn describe_broker(
     req: &Request<'_>,
     request: &DescribeConfigsRequest,
@@ -520,65 +208,77 @@ fn describe_broker(
             ),
         ));
     }
-    let defaults: std::collections::HashMap<&str, String> =
-        broker_properties(&BrokerConfig::default())
-            .into_iter()
-            .map(|(n, v, _, _)| (n, v))
-            .collect();
+    let builtin = BrokerConfig::default();
     let mut configs = Vec::new();
-    for (prop, value, config_type, doc) in broker_properties(config) {
-        if !wanted(resource, prop) {
+    for p in BROKER_PROPERTIES {
+        let value = (p.get)(config);
+        let default = (p.get)(&builtin);
+        let explicit = config.is_explicit(p.name) || value != default;
+        // Kafka lists its older names (`broker.id`, `log.dir`) as configs of their own.
+        let same_unit_aliases = p.aliases.iter().filter(|a| a.factor == 1).map(|a| a.name);
+        for name in std::iter::once(p.name).chain(same_unit_aliases) {
+            if wanted(resource, name) {
+                let (value, default) = (value.clone(), default.clone());
+                let kind = p.kind.config_type();
+                configs.push(broker_entry(
+                    req, request, name, value, default, explicit, kind, p.doc,
+                ));
+            }
+        }
+    }
+    // The other topic defaults (`log.cleanup.policy`, `compression.type`, ...), under their
+    // broker names: not settable on the broker, so always the built-in default.
+    let no_overrides = BTreeMap::new();
+    let builtin_log = LogConfig::default();
+    for p in TOPIC_PROPERTIES {
+        let Some(name) = p.broker_name else { continue };
+        if broker_property(name).is_some() || !wanted(resource, name) {
             continue;
         }
-        let default = defaults.get(prop).cloned().unwrap_or_default();
-        let source = if value != default {
-            SOURCE_STATIC_BROKER
-        } else {
-            SOURCE_DEFAULT
-        };
-        let mut synonyms = Vec::new();
-        if source == SOURCE_STATIC_BROKER {
-            synonyms.push(synonym(prop, value.clone(), SOURCE_STATIC_BROKER));
-        }
-        synonyms.push(synonym(prop, default, SOURCE_DEFAULT));
-        configs.push(entry(
-            req,
-            request,
-            prop,
-            value,
-            source,
-            true,
-            config_type,
-            doc,
-            synonyms,
+        let value = p.value(&config.log_defaults, &no_overrides);
+        let default = p.value(&builtin_log, &no_overrides);
+        let explicit = value != default;
+        let kind = p.kind.config_type();
+        configs.push(broker_entry(
+            req, request, name, value, default, explicit, kind, p.doc,
         ));
     }
     Ok(configs)
 }
 
-/// A property's effective value as `serve --check-config` lists it.
-fn listed_value(c: &BrokerConfig, name: &str) -> String {
-    crate::config_listing::BROKER_PROPERTIES
-        .iter()
-        .find(|p| p.name == name)
-        .map(|p| (p.value)(c))
-        .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every property `set` accepts (config_listing's table) is described too, so a new
-    /// property cannot be forgotten here.
-    #[test]
-    fn every_broker_property_is_described() {
-        let described: Vec<&str> = broker_properties(&BrokerConfig::default())
-            .into_iter()
-            .map(|(name, ..)| name)
-            .collect();
-        for p in crate::config_listing::BROKER_PROPERTIES {
-            assert!(described.contains(&p.name), "{} is not described", p.name);
-        }
+/// One broker config: a value set at start-up is STATIC_BROKER_CONFIG, with the default
+/// after it among the synonyms (Kafka's order: most specific first). Every broker config is
+/// read-only here: AlterConfigs on a broker is refused.
+#[allow(clippy::too_many_arguments)]
+fn broker_entry(
+    req: &Request<'_>,
+    request: &DescribeConfigsRequest,
+    name: &str,
+    value: String,
+    default: String,
+    explicit: bool,
+    config_type: i8,
+    doc: &str,
+) -> DescribeConfigsResourceResult {
+    let source = if explicit {
+        SOURCE_STATIC_BROKER
+    } else {
+        SOURCE_DEFAULT
+    };
+    let mut synonyms = Vec::new();
+    if explicit {
+        synonyms.push(synonym(name, value.clone(), SOURCE_STATIC_BROKER));
     }
+    synonyms.push(synonym(name, default, SOURCE_DEFAULT));
+    entry(
+        req,
+        request,
+        name,
+        value,
+        source,
+        true,
+        config_type,
+        doc,
+        synonyms,
+    )
 }
