@@ -124,6 +124,9 @@ pub struct BrokerProperty {
     pub default: DefaultValue,
     pub doc: &'static str,
     pub scope: Scope,
+    /// ringbroker applies a change while running (IncrementalAlterConfigs on a broker
+    /// resource); only ever true of a property Kafka makes dynamic.
+    pub runtime: bool,
     /// Stores a value `kind` accepted; `Err` says why the value is still wrong (a form the
     /// kind cannot check: an address, a list of directories).
     pub set: fn(&mut BrokerConfig, Parsed) -> Result<(), String>,

@@ -5,11 +5,12 @@
 //!
 //! Files depend on each other in one direction only: `error`, `broker_config`,
 //! `property_kind` and `value_forms` depend on no sibling; `listeners` on `broker_config`;
-//! the tables on those; `load`, `listing` and `reference` on the tables.
+//! the tables on those; `load`, `listing`, `dynamic` and `reference` on the tables.
 
 mod broker_config;
 mod broker_properties;
 mod broker_property;
+mod dynamic;
 mod error;
 mod listeners;
 pub mod listing;
@@ -28,6 +29,7 @@ pub use broker_config::{
 };
 pub use broker_properties::{broker_property, BROKER_PROPERTIES};
 pub use broker_property::{Alias, BrokerKind, BrokerProperty, DefaultValue, Scope};
+pub use dynamic::{validate_dynamic, DynamicConfigError};
 pub use error::ConfigError;
 pub use topic_properties::{topic_log_config, topic_property_value, TOPIC_PROPERTIES};
 pub use value_forms::log_io_name;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::broker_properties::BROKER_PROPERTIES;
-use super::broker_property::{BrokerKind, BrokerProperty, DefaultValue};
+use super::broker_property::{BrokerKind, BrokerProperty, DefaultValue, Scope};
 use super::property_kind::{TYPE_BOOLEAN, TYPE_DOUBLE, TYPE_INT, TYPE_LIST, TYPE_LONG};
 use super::topic_properties::{Effect, TOPIC_PROPERTIES};
 
@@ -34,9 +34,12 @@ pub fn render() -> String {
 fn broker_section(out: &mut String) {
     out.push_str(
         "## Broker properties\n\n\
-         *Update mode* is Kafka's classification (`read-only`: read at start-up; \
-         `per-broker` and `cluster-wide`: Kafka alters them at runtime). A value that is not \
-         a plain default says how it is worked out.\n\n\
+         *Update mode*: `read-only` is read at start-up (change it in the config file and \
+         restart); `cluster-wide` can be altered while the broker runs, as the cluster-wide \
+         default (`kafka-configs.sh --entity-type brokers --entity-default --alter`) or for one \
+         broker (`--entity-name <id>`). Where Kafka alters a property at runtime but ringbroker \
+         does not yet, the mode says so. A default that is not a plain value says how it is \
+         worked out.\n\n\
          | Name | Type | Default | Valid values | Update mode | Description |\n\
          | --- | --- | --- | --- | --- | --- |\n",
     );
@@ -48,7 +51,7 @@ fn broker_section(out: &mut String) {
             type_name(p.kind.config_type()),
             broker_default(p),
             cell(&range(p.kind)),
-            p.scope.as_str(),
+            update_mode(p),
             cell(&broker_doc(p)),
         );
     }
@@ -80,6 +83,16 @@ fn topic_section(out: &mut String) {
             cell(&here),
             cell(p.doc),
         );
+    }
+}
+
+/// Kafka's update mode where ringbroker applies the property while running; otherwise
+/// read-only, with Kafka's mode beside it when that differs.
+fn update_mode(p: &BrokerProperty) -> String {
+    match p.scope {
+        Scope::ReadOnly => "read-only".to_string(),
+        scope if p.runtime => scope.as_str().to_string(),
+        scope => format!("read-only (Kafka: {})", scope.as_str()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! DescribeConfigs (key 32): the effective config of topics (every topic property of the
 //! table in `config::topic_properties`, with where its value comes from) and of this broker
-//! (every property of `config::broker_properties`, then the topic defaults it lacks).
+//! (every property of `config::broker_properties`, then the topic defaults it lacks), each
+//! with its synonyms: dynamic broker configs, the config file, the default.
 
 use crate::protocol::legacy_admin::{
     decode_describe_configs_v0, encode_describe_configs_response_v0,
@@ -16,9 +17,12 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
+use super::broker_configs::check_broker_resource;
 use super::{str_bytes, HandlerError, Request};
 use crate::config::topic_properties::TOPIC_PROPERTIES;
-use crate::config::{broker_property, topic_log_config, BrokerConfig, BROKER_PROPERTIES};
+use crate::config::{
+    broker_property, topic_log_config, BrokerConfig, BrokerProperty, BROKER_PROPERTIES,
+};
 use crate::log::LogConfig;
 use crate::shard::metadata::validate_topic_name;
 
@@ -29,6 +33,8 @@ pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 
 /// Config sources (`DescribeConfigsResponse.ConfigSource`).
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+const SOURCE_DYNAMIC_BROKER: i8 = 2;
+const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
 
@@ -133,9 +139,11 @@ fn describe_topic(
             format!("topic '{name}' does not exist"),
         ));
     };
-    let broker_defaults = &req.shard.config.log_defaults;
+    let layers = meta.broker_config_layers(req.shard.config.node_id);
+    let configured_defaults = &req.shard.config.log_defaults;
+    let broker_defaults = req.shard.config.with_dynamic(&layers).log_defaults;
     let builtin = LogConfig::default();
-    let effective = topic_log_config(broker_defaults, &topic.configs).map_err(|e| {
+    let effective = topic_log_config(&broker_defaults, &topic.configs).map_err(|e| {
         (
             ResponseError::InvalidConfig.code(),
             format!("the stored config of topic {name} is invalid: {e}"),
@@ -149,13 +157,6 @@ fn describe_topic(
             continue;
         }
         let value = prop.value(&effective, &topic.configs);
-        let broker_value = prop.value(broker_defaults, &no_overrides);
-        let default_value = prop.value(&builtin, &no_overrides);
-        let broker_source = if broker_value != default_value {
-            SOURCE_STATIC_BROKER
-        } else {
-            SOURCE_DEFAULT
-        };
         // Synonyms, most specific first (as Kafka orders them); a property without a broker
         // synonym (the throttles, tiered storage) has only its own name.
         let mut synonyms = Vec::new();
@@ -163,20 +164,13 @@ fn describe_topic(
             synonyms.push(synonym(name, v.clone(), SOURCE_DYNAMIC_TOPIC));
         }
         if let Some(broker_name) = prop.broker_name {
-            if broker_source == SOURCE_STATIC_BROKER {
-                synonyms.push(synonym(
-                    broker_name,
-                    broker_value.clone(),
-                    SOURCE_STATIC_BROKER,
-                ));
-            }
-            synonyms.push(synonym(broker_name, default_value, SOURCE_DEFAULT));
+            let configured = prop.value(configured_defaults, &no_overrides);
+            let default = prop.value(&builtin, &no_overrides);
+            let configured = (configured != default).then_some(configured);
+            let names = broker_property(broker_name).map_or_else(|| vec![broker_name], names_of);
+            synonyms.extend(broker_synonyms(&names, layers, configured, default));
         }
-        let source = if topic.configs.contains_key(name) {
-            SOURCE_DYNAMIC_TOPIC
-        } else {
-            broker_source
-        };
+        let source = synonyms.first().map_or(SOURCE_DEFAULT, |s| s.source);
         configs.push(entry(
             req,
             request,
@@ -192,36 +186,75 @@ fn describe_topic(
     Ok(configs)
 }
 
+/// A broker property's name, then the other names it is set by (in Kafka's precedence).
+fn names_of(p: &BrokerProperty) -> Vec<&'static str> {
+    std::iter::once(p.name)
+        .chain(p.aliases.iter().map(|a| a.name))
+        .collect()
+}
+
+/// Where a broker property's value comes from, most specific first (Kafka's synonym order):
+/// this broker's dynamic config, the cluster-wide dynamic default, the config file or flags
+/// (`configured`, if set there), the default. `names`: the property's names, main one first.
+fn broker_synonyms(
+    names: &[&str],
+    layers: [Option<&BTreeMap<String, String>>; 2],
+    configured: Option<String>,
+    default: String,
+) -> Vec<DescribeConfigsSynonym> {
+    let [cluster_default, own] = layers;
+    let mut out = Vec::new();
+    for (layer, source) in [
+        (own, SOURCE_DYNAMIC_BROKER),
+        (cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+    ] {
+        for name in names {
+            if let Some(v) = layer.and_then(|l| l.get(*name)) {
+                out.push(synonym(name, v.clone(), source));
+            }
+        }
+    }
+    if let Some(v) = configured {
+        out.push(synonym(names[0], v, SOURCE_STATIC_BROKER));
+    }
+    out.push(synonym(names[0], default, SOURCE_DEFAULT));
+    out
+}
+
 fn describe_broker(
     req: &Request<'_>,
     request: &DescribeConfigsRequest,
     resource: &DescribeConfigsResource,
 ) -> Result<Vec<DescribeConfigsResourceResult>, (i16, String)> {
     let config = &req.shard.config;
-    let name = resource.resource_name.as_str();
-    if !name.is_empty() && name.parse::<i32>().ok() != Some(config.node_id) {
-        return Err((
-            ResponseError::InvalidRequest.code(),
-            format!(
-                "unexpected broker id, expected {} or empty string, but received {name}",
-                config.node_id
-            ),
-        ));
-    }
+    check_broker_resource(config, resource.resource_name.as_str())?;
+    let meta = req.shard.metadata();
+    let layers = meta.broker_config_layers(config.node_id);
+    let effective = config.with_dynamic(&layers);
     let builtin = BrokerConfig::default();
     let mut configs = Vec::new();
     for p in BROKER_PROPERTIES {
-        let value = (p.get)(config);
+        let value = (p.get)(&effective);
+        let configured = (p.get)(config);
         let default = (p.get)(&builtin);
-        let explicit = config.is_explicit(p.name) || value != default;
+        let configured =
+            (config.is_explicit(p.name) || configured != default).then_some(configured);
+        let synonyms = broker_synonyms(&names_of(p), layers, configured, default);
+        let source = synonyms.first().map_or(SOURCE_DEFAULT, |s| s.source);
         // Kafka lists its older names (`broker.id`, `log.dir`) as configs of their own.
         let same_unit_aliases = p.aliases.iter().filter(|a| a.factor == 1).map(|a| a.name);
         for name in std::iter::once(p.name).chain(same_unit_aliases) {
             if wanted(resource, name) {
-                let (value, default) = (value.clone(), default.clone());
-                let kind = p.kind.config_type();
-                configs.push(broker_entry(
-                    req, request, name, value, default, explicit, kind, p.doc,
+                configs.push(entry(
+                    req,
+                    request,
+                    name,
+                    value.clone(),
+                    source,
+                    !p.runtime,
+                    p.kind.config_type(),
+                    p.doc,
+                    synonyms.clone(),
                 ));
             }
         }
@@ -235,50 +268,15 @@ fn describe_broker(
         if broker_property(name).is_some() || !wanted(resource, name) {
             continue;
         }
-        let value = p.value(&config.log_defaults, &no_overrides);
+        let value = p.value(&effective.log_defaults, &no_overrides);
         let default = p.value(&builtin_log, &no_overrides);
-        let explicit = value != default;
+        let configured = (value != default).then(|| value.clone());
+        let synonyms = broker_synonyms(&[name], [None, None], configured, default);
+        let source = synonyms.first().map_or(SOURCE_DEFAULT, |s| s.source);
         let kind = p.kind.config_type();
-        configs.push(broker_entry(
-            req, request, name, value, default, explicit, kind, p.doc,
+        configs.push(entry(
+            req, request, name, value, source, true, kind, p.doc, synonyms,
         ));
     }
     Ok(configs)
-}
-
-/// One broker config: a value set at start-up is STATIC_BROKER_CONFIG, with the default
-/// after it among the synonyms (Kafka's order: most specific first). Every broker config is
-/// read-only here: AlterConfigs on a broker is refused.
-#[allow(clippy::too_many_arguments)]
-fn broker_entry(
-    req: &Request<'_>,
-    request: &DescribeConfigsRequest,
-    name: &str,
-    value: String,
-    default: String,
-    explicit: bool,
-    config_type: i8,
-    doc: &str,
-) -> DescribeConfigsResourceResult {
-    let source = if explicit {
-        SOURCE_STATIC_BROKER
-    } else {
-        SOURCE_DEFAULT
-    };
-    let mut synonyms = Vec::new();
-    if explicit {
-        synonyms.push(synonym(name, value.clone(), SOURCE_STATIC_BROKER));
-    }
-    synonyms.push(synonym(name, default, SOURCE_DEFAULT));
-    entry(
-        req,
-        request,
-        name,
-        value,
-        source,
-        true,
-        config_type,
-        doc,
-        synonyms,
-    )
 }
