@@ -459,7 +459,7 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         }],
         kind: int(I32),
         default: Fixed("0"),
-        doc: "This broker's id (broker.id is the same).",
+        doc: "This broker's id.",
         scope: ReadOnly,
         runtime: false,
         set: |c, v| Ok(c.node_id = narrow(v.int())?),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::broker_properties::BROKER_PROPERTIES;
+use super::broker_properties::{broker_property, BROKER_PROPERTIES};
 use super::broker_property::{BrokerKind, BrokerProperty, DefaultValue, Scope};
 use super::property_kind::{TYPE_BOOLEAN, TYPE_DOUBLE, TYPE_INT, TYPE_LIST, TYPE_LONG};
 use super::topic_properties::{Effect, TOPIC_PROPERTIES};
@@ -63,7 +63,7 @@ fn topic_section(out: &mut String) {
         "## Topic properties\n\n\
          Every topic property can be set per topic at creation and altered at runtime. \
          *Broker default* names the broker property that sets the default for topics without \
-         an override (Kafka's synonym). *Here* says what ringbroker does with it.\n\n\
+         an override (Kafka's synonym; see above). *Here* says what ringbroker does with it.\n\n\
          | Name | Type | Default | Broker default | Here | Description |\n\
          | --- | --- | --- | --- | --- | --- |\n",
     );
@@ -79,7 +79,7 @@ fn topic_section(out: &mut String) {
             p.name,
             type_name(p.kind.config_type()),
             code(p.default),
-            p.broker_name.map_or_else(String::new, code),
+            p.broker_name.map_or_else(String::new, broker_synonym),
             cell(&here),
             cell(p.doc),
         );
@@ -93,6 +93,19 @@ fn update_mode(p: &BrokerProperty) -> String {
         Scope::ReadOnly => "read-only".to_string(),
         scope if p.runtime => scope.as_str().to_string(),
         scope => format!("read-only (Kafka: {})", scope.as_str()),
+    }
+}
+
+/// A topic property's broker synonym; Kafka's name is shown even where ringbroker has no
+/// such broker property (yet), so that it says so.
+fn broker_synonym(name: &str) -> String {
+    if broker_property(name).is_some() {
+        code(name)
+    } else {
+        format!(
+            "{} (Kafka's; not a broker property here: the default is fixed)",
+            code(name)
+        )
     }
 }
 

@@ -427,3 +427,24 @@ fn update_modes_follow_kafka() {
     assert_eq!(mode("num.partitions"), Some(Scope::ReadOnly));
     assert_eq!(mode("log.dirs"), Some(Scope::ReadOnly));
 }
+
+/// A broker property that is a topic default (Kafka's synonym) reads what topics inherit:
+/// the two tables agree on its value, before and after it is set.
+#[test]
+fn broker_synonyms_of_topic_properties_agree_with_the_topic_table() {
+    let mut c = BrokerConfig::default();
+    c.set("log.retention.hours", "3").expect("valid");
+    c.set("message.max.bytes", "4096").expect("valid");
+    let mut paired = 0;
+    for t in TOPIC_PROPERTIES {
+        let Some(b) = t.broker_name.and_then(broker_property) else {
+            continue;
+        };
+        paired += 1;
+        for config in [&BrokerConfig::default(), &c] {
+            let inherited = t.value(&config.log_defaults, &BTreeMap::new());
+            assert_eq!((b.get)(config), inherited, "{} / {}", b.name, t.name);
+        }
+    }
+    assert!(paired >= 9, "{paired}");
+}

@@ -251,9 +251,7 @@ impl ClusterMetadata {
         next.version += 1;
         Ok(next)
     }
-}
 
-impl ClusterMetadata {
     /// Replaces the dynamic broker configs of one resource ("" or a broker id).
     pub fn with_broker_configs(
         &self,
