@@ -16,7 +16,7 @@
 //! 5. `partition`: a hosted partition (log, producers, replica role, waiters) and its values
 //! 6. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
 //! 7. `controller`: the cluster controller's pure state machine, placement, election, Raft
-//! 8. `config`, `config_listing`: broker and topic properties, their defaults and listing
+//! 8. `config`: the broker and topic property tables, their defaults, listing and dynamic changes
 //! 9. `client`: the project's own Kafka client (commands, bench)
 //! 10. `group`: the consumer group coordinator (pure) and its records
 //! 11. `idempotence`: producer-state tables, their snapshots, the producer-id allocator
@@ -34,7 +34,6 @@ pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod config;
-pub mod config_listing;
 pub mod controller;
 pub mod group;
 pub mod health;

@@ -107,6 +107,10 @@ enum Command {
     ///   sudo ringbroker tune --apply
     #[command(verbatim_doc_comment)]
     Tune(ringbroker::tune::TuneArgs),
+    /// Print docs/configuration.md, the property reference generated from the broker and
+    /// topic property tables (a test fails when the committed file differs)
+    #[command(hide = true)]
+    ConfigReference,
 }
 
 #[derive(clap::Args)]
@@ -164,7 +168,7 @@ fn main() -> ExitCode {
             }) {
             Ok(config) => {
                 use std::io::Write;
-                let mut text = ringbroker::config_listing::render(&config.effective_properties());
+                let mut text = ringbroker::config::listing::render(&config.effective_properties());
                 text.push_str("# configuration is valid\n");
                 match std::io::stdout().lock().write_all(text.as_bytes()) {
                     // A closed pipe (`| head`) is the reader's choice, not a failure.
@@ -255,6 +259,17 @@ fn main() -> ExitCode {
                     eprintln!("error: cannot dump {}: {e}", dir.display());
                     ExitCode::from(2)
                 }
+            }
+        }
+        Command::ConfigReference => {
+            use std::io::Write;
+            let text = ringbroker::config::reference::render();
+            match std::io::stdout().lock().write_all(text.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("error: cannot write the reference: {e}");
+                    ExitCode::from(1)
+                }
+                _ => ExitCode::SUCCESS,
             }
         }
     }

@@ -10,14 +10,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Circles between files of one module that exist today and are being taken apart (by the
-/// broker property table): each is the sorted list of the
-/// circle's files (module paths). Nothing may be added here.
-const KNOWN_CIRCLES: &[&[&str]] = &[&["config", "config_listing"]];
+/// Circles between files of one module that exist today and are being taken apart: each is the
+/// sorted list of the circle's files (module paths). Nothing may be added here (empty today).
+const KNOWN_CIRCLES: &[&[&str]] = &[];
 
-/// Imports across one layer that exist today and are being removed (by the broker property
-/// table): (importer, imported) top-level modules. Nothing may be added here.
-const KNOWN_ACROSS: &[(&str, &str)] = &[("config", "config_listing"), ("config_listing", "config")];
+/// Imports across one layer that exist today and are being removed: (importer, imported)
+/// top-level modules. Nothing may be added here (empty today).
+const KNOWN_ACROSS: &[(&str, &str)] = &[];
 
 /// A module path, `["shard", "fetch"]` for `src/shard/fetch.rs`.
 type ModPath = Vec<String>;

@@ -51,6 +51,8 @@ const UNKNOWN_TOPIC_ID: i16 = 100;
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+const DYNAMIC_BROKER_CONFIG: i8 = 2;
+const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 const DEFAULT_CONFIG: i8 = 5;
 
 // ---------------------------------------------------------------------------------------------
@@ -102,9 +104,20 @@ impl AdminClient {
         ops: &[(&str, i8, Option<&str>)],
         validate_only: bool,
     ) -> (i16, Option<String>) {
+        self.incremental_alter_on(TOPIC, topic, ops, validate_only)
+    }
+
+    /// IncrementalAlterConfigs v1 on any resource: (error code, message).
+    fn incremental_alter_on(
+        &mut self,
+        resource_type: i8,
+        name: &str,
+        ops: &[(&str, i8, Option<&str>)],
+        validate_only: bool,
+    ) -> (i16, Option<String>) {
         let mut r = incremental_alter_configs_request::AlterConfigsResource::default();
-        r.resource_type = TOPIC;
-        r.resource_name = s(topic);
+        r.resource_type = resource_type;
+        r.resource_name = s(name);
         r.configs = ops
             .iter()
             .map(|(n, op, v)| {
@@ -121,7 +134,7 @@ impl AdminClient {
         let resp: IncrementalAlterConfigsResponse =
             self.call(ApiKey::IncrementalAlterConfigs, 1, &req);
         let r = &resp.responses[0];
-        assert_eq!(r.resource_name.as_str(), topic);
+        assert_eq!(r.resource_name.as_str(), name);
         (
             r.error_code,
             r.error_message.as_ref().map(|m| m.to_string()),
@@ -596,6 +609,114 @@ fn cluster_description_and_every_version_encodes() {
         );
     }
 
+    drop(c);
+    broker.stop_cleanly();
+}
+
+/// Dynamic broker configs (`kafka-configs --entity-type brokers --alter`): a topic default
+/// Kafka makes cluster-wide changes on the running broker and reaches every topic without an
+/// override of it; a broker's own value wins over the cluster-wide one; both are described
+/// with their source and survive a restart; what cannot change at runtime is refused.
+#[test]
+fn dynamic_broker_configs_change_topic_defaults_live() {
+    const SET: i8 = 0;
+    const DELETE: i8 = 1;
+    let mut broker = Broker::start(&[]);
+    let mut c = AdminClient(broker.client());
+    c.create_topic("dyn", 2, &[]);
+    c.create_topic("own", 1, &[("max.message.bytes", "100000")]);
+
+    let set = |v| [("message.max.bytes", SET, Some(v))];
+    let (code, msg) = c.incremental_alter_on(BROKER, "", &set("200"), false);
+    assert_eq!(code, NONE, "{msg:?}");
+    for p in 0..2 {
+        assert_eq!(
+            c.produce("dyn", p, 5, 100).0,
+            MESSAGE_TOO_LARGE,
+            "partition {p}"
+        );
+        assert_eq!(c.produce("dyn", p, 1, 10).0, NONE, "partition {p}");
+    }
+    assert_eq!(
+        c.produce("own", 0, 5, 100).0,
+        NONE,
+        "the topic's override wins"
+    );
+    let d = c.describe_configs(4, BROKER, "0", Some(&["message.max.bytes"]));
+    let e = config(&d, "message.max.bytes");
+    assert_eq!(value(&d, "message.max.bytes"), "200");
+    assert_eq!(e.config_source, DYNAMIC_DEFAULT_BROKER_CONFIG);
+    assert!(!e.read_only, "altered at runtime");
+    let d = c.describe_configs(4, TOPIC, "dyn", Some(&["max.message.bytes"]));
+    let e = config(&d, "max.message.bytes");
+    assert_eq!(value(&d, "max.message.bytes"), "200");
+    assert_eq!(e.config_source, DYNAMIC_DEFAULT_BROKER_CONFIG);
+    assert_eq!(e.synonyms[0].name.as_str(), "message.max.bytes");
+
+    // This broker's own value wins over the cluster-wide default.
+    let (code, msg) = c.incremental_alter_on(BROKER, "0", &set("100000"), false);
+    assert_eq!(code, NONE, "{msg:?}");
+    assert_eq!(c.produce("dyn", 1, 5, 100).0, NONE);
+
+    // Refused: read-only (Kafka's own rule), per-broker at the cluster level, a bad value,
+    // another broker's id; validate_only changes nothing.
+    let refused = [
+        (BROKER, "0", "num.partitions", "3", INVALID_REQUEST),
+        (
+            BROKER,
+            "",
+            "listeners",
+            "PLAINTEXT://127.0.0.1:1",
+            INVALID_REQUEST,
+        ),
+        (BROKER, "0", "max.connections", "10", INVALID_REQUEST),
+        (BROKER, "0", "log.segment.bytes", "0", INVALID_CONFIG),
+        (BROKER, "0", "no.such.property", "1", INVALID_CONFIG),
+        (BROKER, "7", "log.retention.ms", "1", INVALID_REQUEST),
+    ];
+    for (t, resource, name, v, expected) in refused {
+        let (code, msg) = c.incremental_alter_on(t, resource, &[(name, SET, Some(v))], false);
+        assert_eq!(code, expected, "{name}={v} on '{resource}': {msg:?}");
+    }
+    let (code, msg) = c.alter(BROKER, "0", &[("num.partitions", "3")]);
+    assert_eq!(code, INVALID_REQUEST);
+    assert!(
+        msg.unwrap_or_default()
+            .contains("Cannot update these configs dynamically"),
+        "Kafka's message"
+    );
+    let (code, _) = c.incremental_alter_on(BROKER, "0", &set("1"), true);
+    assert_eq!(code, NONE, "validate only");
+    assert_eq!(
+        c.produce("dyn", 1, 5, 100).0,
+        NONE,
+        "validate only changed nothing"
+    );
+
+    // Kept across a restart, with its source.
+    drop(c);
+    broker.restart();
+    let mut c = AdminClient(broker.client());
+    let d = c.describe_configs(4, BROKER, "0", Some(&["message.max.bytes"]));
+    assert_eq!(value(&d, "message.max.bytes"), "100000");
+    let e = config(&d, "message.max.bytes");
+    assert_eq!(e.config_source, DYNAMIC_BROKER_CONFIG);
+    let sources: Vec<i8> = e.synonyms.iter().map(|s| s.source).collect();
+    assert_eq!(
+        sources,
+        [
+            DYNAMIC_BROKER_CONFIG,
+            DYNAMIC_DEFAULT_BROKER_CONFIG,
+            DEFAULT_CONFIG
+        ],
+        "most specific first"
+    );
+
+    // Deleting this broker's value falls back to the cluster-wide one.
+    let (code, msg) =
+        c.incremental_alter_on(BROKER, "0", &[("message.max.bytes", DELETE, None)], false);
+    assert_eq!(code, NONE, "{msg:?}");
+    assert_eq!(c.produce("dyn", 0, 5, 100).0, MESSAGE_TOO_LARGE);
     drop(c);
     broker.stop_cleanly();
 }

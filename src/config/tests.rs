@@ -1,6 +1,13 @@
 //! Parsing and validation of the broker properties.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::broker_config::default_produce_memory;
 use super::*;
+use crate::log::LogConfig;
 
 /// Found by fuzz/fuzz_targets/config.rs: `hours * 3_600_000` overflowed (a panic with
 /// overflow checks, a wrapped retention without), and `as i32` made 2^31 partitions -2^31.
@@ -34,10 +41,7 @@ fn queued_max_request_bytes_minus_one_means_no_limit() {
     c.set("queued.max.request.bytes", "-1")
         .expect("Kafka's default");
     assert_eq!(c.connection_max_inflight_bytes, usize::MAX);
-    let listed = crate::config_listing::BROKER_PROPERTIES
-        .iter()
-        .find(|p| p.name == "queued.max.request.bytes")
-        .map(|p| (p.value)(&c));
+    let listed = broker_property("queued.max.request.bytes").map(|p| (p.get)(&c));
     assert_eq!(listed.as_deref(), Some("-1"), "listed as Kafka writes it");
     c.set("queued.max.request.bytes", "1000").expect("a limit");
     assert_eq!(c.connection_max_inflight_bytes, 1000);
@@ -361,4 +365,86 @@ fn listen_flag_keeps_the_controller_listener() {
         Some("127.0.0.1:9001")
     );
     assert_eq!(single.listen.port(), 9001);
+}
+
+/// Every property reads back what it was set to, and its name and aliases mark it as set.
+#[test]
+fn every_listed_property_is_settable_and_round_trips() {
+    let defaults = BrokerConfig::default();
+    for p in BROKER_PROPERTIES {
+        let mut c = BrokerConfig::default();
+        let value = (p.get)(&defaults);
+        c.set(p.name, &value)
+            .unwrap_or_else(|e| panic!("{} = {value:?}: {e}", p.name));
+        assert_eq!((p.get)(&c), value, "{} round trip", p.name);
+        assert!(c.is_explicit(p.name), "{}", p.name);
+        for alias in p.aliases.iter().map(|a| a.name) {
+            let mut c = BrokerConfig::default();
+            c.set(alias, "1")
+                .unwrap_or_else(|e| panic!("alias {alias}: {e}"));
+            assert!(c.is_explicit(p.name), "{alias} marks {}", p.name);
+        }
+    }
+}
+
+#[test]
+fn names_are_sorted_and_unique() {
+    let mut all: Vec<&str> = BROKER_PROPERTIES
+        .iter()
+        .flat_map(|p| std::iter::once(p.name).chain(p.aliases.iter().map(|a| a.name)))
+        .collect();
+    let names: Vec<&str> = BROKER_PROPERTIES.iter().map(|p| p.name).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted, "keep the table sorted");
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "a name or alias appears twice");
+}
+
+/// A fixed default in the table is what `BrokerConfig::default()` holds, and a valid value.
+#[test]
+fn table_defaults_are_the_config_defaults() {
+    let defaults = BrokerConfig::default();
+    for p in BROKER_PROPERTIES {
+        if let DefaultValue::Fixed(v) = p.default {
+            assert_eq!((p.get)(&defaults), v, "{}", p.name);
+            let mut c = BrokerConfig::default();
+            c.set(p.name, v)
+                .unwrap_or_else(|e| panic!("{} = {v:?}: {e}", p.name));
+        }
+    }
+}
+
+/// Kafka's update modes for the properties it makes dynamic; the rest are read-only.
+#[test]
+fn update_modes_follow_kafka() {
+    let mode = |name: &str| broker_property(name).map(|p| p.scope);
+    assert_eq!(mode("listeners"), Some(Scope::PerBroker));
+    assert_eq!(mode("log.retention.hours"), Some(Scope::ClusterWide));
+    assert_eq!(mode("max.connections"), Some(Scope::ClusterWide));
+    assert_eq!(mode("num.partitions"), Some(Scope::ReadOnly));
+    assert_eq!(mode("log.dirs"), Some(Scope::ReadOnly));
+}
+
+/// A broker property that is a topic default (Kafka's synonym) reads what topics inherit:
+/// the two tables agree on its value, before and after it is set.
+#[test]
+fn broker_synonyms_of_topic_properties_agree_with_the_topic_table() {
+    let mut c = BrokerConfig::default();
+    c.set("log.retention.hours", "3").expect("valid");
+    c.set("message.max.bytes", "4096").expect("valid");
+    let mut paired = 0;
+    for t in TOPIC_PROPERTIES {
+        let Some(b) = t.broker_name.and_then(broker_property) else {
+            continue;
+        };
+        paired += 1;
+        for config in [&BrokerConfig::default(), &c] {
+            let inherited = t.value(&config.log_defaults, &BTreeMap::new());
+            assert_eq!((b.get)(config), inherited, "{} / {}", b.name, t.name);
+        }
+    }
+    assert!(paired >= 9, "{paired}");
 }

@@ -3,6 +3,7 @@
 
 use super::messages::{AdminError, PartitionOp, PartitionResult};
 use super::metadata::MetadataError;
+use crate::config::DynamicConfigError;
 use crate::partition::error::PartitionError;
 use crate::protocol::ResponseError;
 
@@ -54,4 +55,21 @@ pub(super) fn unavailable_result(op: &PartitionOp) -> PartitionResult {
         ResponseError::NotLeaderOrFollower.code(),
         format!("the shard owning {t}-{p} did not answer"),
     )
+}
+
+/// Kafka's codes for a refused dynamic broker config: a bad value is INVALID_CONFIG, a name
+/// that cannot change (or not here) INVALID_REQUEST.
+pub(super) fn dynamic_config_error(e: DynamicConfigError) -> AdminError {
+    let code = match &e {
+        DynamicConfigError::Unknown(_) | DynamicConfigError::Invalid { .. } => {
+            ResponseError::InvalidConfig.code()
+        }
+        DynamicConfigError::ReadOnly(_)
+        | DynamicConfigError::PerBrokerOnly(_)
+        | DynamicConfigError::NotApplied(_) => ResponseError::InvalidRequest.code(),
+    };
+    AdminError {
+        code,
+        message: e.to_string(),
+    }
 }

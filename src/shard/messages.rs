@@ -232,6 +232,12 @@ pub enum AdminOp {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     },
+    /// Replaces the dynamic broker configs of one broker resource ("" or a broker id).
+    SetBrokerConfigs {
+        resource: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

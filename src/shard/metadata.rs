@@ -67,6 +67,11 @@ pub struct ClusterMetadata {
     /// after a restart (behind what this broker already copied) never deletes a topic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller_offset: Option<u64>,
+    /// Dynamic broker configs (IncrementalAlterConfigs on a broker resource) by resource
+    /// name: "" holds the cluster-wide defaults, a broker id that broker's own. They win over
+    /// the config file, a broker's own over the defaults (Kafka's order).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Why a metadata change was refused; each maps to a Kafka error code.
@@ -94,6 +99,7 @@ impl ClusterMetadata {
             topics: BTreeMap::new(),
             next_slot: 0,
             controller_offset: None,
+            broker_configs: BTreeMap::new(),
         }
     }
 
@@ -242,6 +248,31 @@ impl ClusterMetadata {
         t.configs = configs;
         next.version += 1;
         Ok(next)
+    }
+
+    /// Replaces the dynamic broker configs of one resource ("" or a broker id).
+    pub fn with_broker_configs(
+        &self,
+        resource: &str,
+        configs: BTreeMap<String, String>,
+    ) -> ClusterMetadata {
+        let mut next = self.clone();
+        if configs.is_empty() {
+            next.broker_configs.remove(resource);
+        } else {
+            next.broker_configs.insert(resource.to_string(), configs);
+        }
+        next.version += 1;
+        next
+    }
+
+    /// The dynamic broker configs that apply to broker `node_id`, weakest first: the
+    /// cluster-wide defaults, then its own.
+    pub fn broker_config_layers(&self, node_id: i32) -> [Option<&BTreeMap<String, String>>; 2] {
+        [
+            self.broker_configs.get(""),
+            self.broker_configs.get(&node_id.to_string()),
+        ]
     }
 }
 

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use crate::protocol::ResponseError;
 
-use crate::config::{topic_log_config, BrokerConfig};
+use crate::config::{topic_log_config, validate_dynamic, BrokerConfig};
 use crate::log::partition_dir_name;
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
@@ -171,6 +171,14 @@ impl Shard {
 
     pub fn metadata(&self) -> Arc<ClusterMetadata> {
         Arc::clone(&self.metadata.borrow())
+    }
+
+    /// The broker config as it is now: `config` (file and flags) with the dynamic broker
+    /// configs of the current metadata applied. What may change at runtime (the topic
+    /// defaults, producer expiry) is read from this, not from `config`.
+    pub fn effective_config(&self) -> BrokerConfig {
+        self.config
+            .with_dynamic(&self.metadata().broker_config_layers(self.config.node_id))
     }
 
     pub fn partition(&self, topic: &str, index: i32) -> Option<Rc<Partition>> {
@@ -458,7 +466,8 @@ impl Shard {
                 validate_only,
                 ..
             } => {
-                topic_log_config(&self.config.log_defaults, &configs).map_err(|e| AdminError {
+                let defaults = self.effective_config().log_defaults;
+                topic_log_config(&defaults, &configs).map_err(|e| AdminError {
                     code: ResponseError::InvalidConfig.code(),
                     message: e.to_string(),
                 })?;
@@ -495,7 +504,8 @@ impl Shard {
                 configs,
                 validate_only,
             } => {
-                topic_log_config(&self.config.log_defaults, &configs).map_err(|e| AdminError {
+                let defaults = self.effective_config().log_defaults;
+                topic_log_config(&defaults, &configs).map_err(|e| AdminError {
                     code: ResponseError::InvalidConfig.code(),
                     message: e.to_string(),
                 })?;
@@ -503,6 +513,18 @@ impl Shard {
                     current
                         .with_topic_configs(&name, configs)
                         .map_err(metadata_error)?,
+                    validate_only,
+                )
+            }
+            AdminOp::SetBrokerConfigs {
+                resource,
+                configs,
+                validate_only,
+            } => {
+                validate_dynamic(&self.config, &configs, resource.is_empty())
+                    .map_err(errors::dynamic_config_error)?;
+                (
+                    current.with_broker_configs(&resource, configs),
                     validate_only,
                 )
             }
@@ -567,6 +589,7 @@ impl Shard {
         if retention_due {
             self.compact_group_partitions().await;
         }
+        let producer_id_expiration_ms = self.effective_config().producer_id_expiration_ms;
         for p in self.owned_partitions() {
             if let Err(e) = p.log.flush_if_due(now_ms).await {
                 tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "scheduled flush failed");
@@ -575,8 +598,7 @@ impl Shard {
                 if let Err(e) = p.log.apply_retention(now_ms).await {
                     tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "retention failed");
                 }
-                p.producers
-                    .expire(now_ms, self.config.producer_id_expiration_ms);
+                p.producers.expire(now_ms, producer_id_expiration_ms);
             }
             if checkpoint_due {
                 p.note_high_watermark();

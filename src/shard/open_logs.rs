@@ -30,8 +30,14 @@ impl Shard {
         for gone in self.forget_offline_gone(meta) {
             self.delete_partition_dir(&gone.topic, gone.index).await;
         }
+        // The topic defaults as `meta` has them (dynamic broker configs included): a change
+        // of them reaches every open log here, as a topic's own change does.
+        let defaults = self
+            .config
+            .with_dynamic(&meta.broker_config_layers(self.config.node_id))
+            .log_defaults;
         for topic in meta.topics.values() {
-            let log_config = self.log_config_of(topic);
+            let log_config = log_config_of(&defaults, topic);
             for (i, p) in topic.partitions.iter().enumerate() {
                 if !p.hosted || metadata::shard_for_slot(p.slot, self.count) != self.id {
                     continue;
@@ -72,19 +78,6 @@ impl Shard {
         opened.offline_partitions += offline.len();
         self.close_gone_partitions(meta).await;
         (opened, offline)
-    }
-
-    /// Configs are validated before they are stored; should one still not parse (a
-    /// hand-edited file, a property dropped in a later version), the topic is served with the
-    /// broker defaults rather than not at all.
-    fn log_config_of(&self, topic: &TopicMetadata) -> LogConfig {
-        match topic_log_config(&self.config.log_defaults, &topic.configs) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::error!(topic = %topic.name, error = %e, "invalid topic config; using broker defaults");
-                self.config.log_defaults.clone()
-            }
-        }
     }
 
     /// Opens one partition's log after checking that its directory belongs to this topic.
@@ -161,6 +154,19 @@ impl Shard {
             Err(e) => {
                 tracing::error!(topic, partition = index, dir = %dir.display(), error = %e, "cannot rename a deleted partition's directory for deletion; the next start sets it aside");
             }
+        }
+    }
+}
+
+/// Configs are validated before they are stored; should one still not parse (a hand-edited
+/// file, a property dropped in a later version), the topic is served with the broker defaults
+/// rather than not at all.
+fn log_config_of(defaults: &LogConfig, topic: &TopicMetadata) -> LogConfig {
+    match topic_log_config(defaults, &topic.configs) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(topic = %topic.name, error = %e, "invalid topic config; using broker defaults");
+            defaults.clone()
         }
     }
 }

@@ -1,7 +1,7 @@
 //! AlterConfigs (key 33): replaces a topic's whole set of config overrides (Kafka's legacy
 //! semantics: a property left out goes back to its default). The owning shards apply the new
-//! config to the open logs when the metadata change reaches them. Broker properties are static
-//! (config file, `--set`): altering them is INVALID_REQUEST.
+//! config to the open logs when the metadata change reaches them. On a broker resource it
+//! replaces the dynamic broker configs (`broker_configs`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,13 +12,11 @@ use crate::protocol::messages::alter_configs_response::{
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC};
+use super::broker_configs::{apply_broker_configs, check_broker_resource};
+use super::config_resource::{Failure, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC};
 use super::{str_bytes, HandlerError, Request};
 use crate::config::topic_log_config;
 use crate::shard::messages::AdminOp;
-
-/// A Kafka error code and the message that goes with it.
-pub(super) type Failure = (i16, String);
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: AlterConfigsRequest = req.decode()?;
@@ -58,7 +56,12 @@ async fn alter(
     validate_only: bool,
 ) -> Result<(), Failure> {
     let name = resource.resource_name.as_str();
-    existing_topic_configs(req, resource.resource_type, name)?;
+    let broker = resource.resource_type == RESOURCE_BROKER;
+    if broker {
+        check_broker_resource(&req.shard.config, name)?;
+    } else {
+        existing_topic_configs(req, resource.resource_type, name)?;
+    }
     let mut configs = BTreeMap::new();
     for c in &resource.configs {
         let key = c.name.to_string();
@@ -74,6 +77,9 @@ async fn alter(
                 format!("config {key} is given more than once"),
             ));
         }
+    }
+    if broker {
+        return apply_broker_configs(req, name, configs, validate_only).await;
     }
     apply_topic_configs(req, name, configs, validate_only).await
 }
@@ -118,15 +124,15 @@ pub(super) fn existing_topic_configs(
                     format!("topic '{name}' does not exist"),
                 )
             }),
-        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => Err((
+        RESOURCE_BROKER_LOGGER => Err((
             ResponseError::InvalidRequest.code(),
-            "broker configs cannot be altered at runtime: set them in the broker's config file \
-             or with --set and restart it"
+            "broker loggers cannot be altered at runtime: set the log level with --log-level or \
+             RUST_LOG and restart the broker"
                 .to_string(),
         )),
         other => Err((
             ResponseError::InvalidRequest.code(),
-            format!("resource type {other} is not supported (2 = topic)"),
+            format!("resource type {other} is not supported (2 = topic, 4 = broker)"),
         )),
     }
 }
@@ -137,7 +143,7 @@ pub(super) fn validate_topic_configs(
     req: &Request<'_>,
     configs: &BTreeMap<String, String>,
 ) -> Result<(), Failure> {
-    topic_log_config(&req.shard.config.log_defaults, configs)
+    topic_log_config(&req.shard.effective_config().log_defaults, configs)
         .map(|_| ())
         .map_err(|e| (ResponseError::InvalidConfig.code(), e.to_string()))
 }

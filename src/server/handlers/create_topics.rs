@@ -15,7 +15,7 @@ use crate::protocol::messages::create_topics_response::{
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
-use super::alter_configs::Failure;
+use super::config_resource::Failure;
 use super::{str_bytes, HandlerError, Request};
 use crate::partition::offline_notice::could_not_open_message;
 use crate::shard::messages::AdminOp;

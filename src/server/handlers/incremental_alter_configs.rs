@@ -1,6 +1,7 @@
 //! IncrementalAlterConfigs (key 44): SET, DELETE, APPEND and SUBTRACT applied to a topic's
 //! current overrides; the result replaces them (through shard 0) and the owning shards apply it
-//! to the open logs. APPEND/SUBTRACT only apply to list properties (`cleanup.policy`).
+//! to the open logs. APPEND/SUBTRACT only apply to list properties (`cleanup.policy`). On a
+//! broker resource the same operations apply to its dynamic broker configs (`broker_configs`).
 //!
 //! The new set is computed here from this shard's copy of the metadata, so two concurrent
 //! incremental changes to the same topic from different connections may lose one of them
@@ -19,10 +20,12 @@ use bytes::Bytes;
 
 use super::alter_configs::{
     apply_topic_configs, duplicate_resource_error, duplicate_resources, existing_topic_configs,
-    Failure,
 };
+use super::broker_configs::{apply_broker_configs, existing_broker_configs};
+use super::config_resource::{Failure, RESOURCE_BROKER};
 use super::{str_bytes, HandlerError, Request};
 use crate::config::topic_properties::{topic_property, TopicConfigError, TYPE_LIST};
+use crate::config::{broker_property, DynamicConfigError};
 
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -66,7 +69,12 @@ async fn alter(
     validate_only: bool,
 ) -> Result<(), Failure> {
     let name = resource.resource_name.as_str();
-    let mut configs = existing_topic_configs(req, resource.resource_type, name)?;
+    let broker = resource.resource_type == RESOURCE_BROKER;
+    let mut configs = if broker {
+        existing_broker_configs(req, name)?
+    } else {
+        existing_topic_configs(req, resource.resource_type, name)?
+    };
     let mut seen = HashSet::new();
     for c in &resource.configs {
         if !seen.insert(c.name.as_str()) {
@@ -79,32 +87,59 @@ async fn alter(
     for c in &resource.configs {
         apply_op(
             req,
+            broker,
             &mut configs,
             c.name.as_str(),
             c.config_operation,
             c.value.as_ref().map(|v| v.as_str()),
         )?;
     }
+    if broker {
+        return apply_broker_configs(req, name, configs, validate_only).await;
+    }
     apply_topic_configs(req, name, configs, validate_only).await
+}
+
+/// What an operation needs to know of a property of a broker or topic resource: whether
+/// it is a list, and its value where the resource has no override of it.
+struct Known {
+    is_list: bool,
+    inherited: String,
+}
+
+fn known(req: &Request<'_>, broker: bool, key: &str) -> Result<Known, Failure> {
+    let effective = req.shard.effective_config();
+    let found = if broker {
+        broker_property(key).map(|p| Known {
+            is_list: p.kind.config_type() == TYPE_LIST,
+            inherited: (p.get)(&effective),
+        })
+    } else {
+        topic_property(key).map(|p| Known {
+            is_list: p.kind.config_type() == TYPE_LIST,
+            inherited: p.value(&effective.log_defaults, &BTreeMap::new()),
+        })
+    };
+    found.ok_or_else(|| {
+        let unknown = if broker {
+            DynamicConfigError::Unknown(key.to_string()).to_string()
+        } else {
+            TopicConfigError::Unknown(key.to_string()).to_string()
+        };
+        (ResponseError::InvalidConfig.code(), unknown)
+    })
 }
 
 /// Applies one operation to an override set. Values are validated with the whole set later.
 fn apply_op(
     req: &Request<'_>,
+    broker: bool,
     configs: &mut BTreeMap<String, String>,
     key: &str,
     op: i8,
     value: Option<&str>,
 ) -> Result<(), Failure> {
     let invalid_request = |m: String| Err((ResponseError::InvalidRequest.code(), m));
-    let known = || {
-        topic_property(key).ok_or_else(|| {
-            (
-                ResponseError::InvalidConfig.code(),
-                TopicConfigError::Unknown(key.to_string()).to_string(),
-            )
-        })
-    };
     match op {
         OP_SET => {
             let Some(v) = value else {
@@ -113,17 +148,17 @@ fn apply_op(
             configs.insert(key.to_string(), v.to_string());
         }
         OP_DELETE => {
-            known()?;
+            known(req, broker, key)?;
             configs.remove(key);
         }
         OP_APPEND | OP_SUBTRACT => {
-            let prop = known()?;
+            let prop = known(req, broker, key)?;
             let verb = if op == OP_APPEND {
                 "append"
             } else {
                 "subtract"
             };
-            if prop.kind.config_type() != TYPE_LIST {
+            if !prop.is_list {
                 return invalid_request(format!(
                     "config value {verb} is not allowed for config key: {key} (not a list)"
                 ));
@@ -131,10 +166,7 @@ fn apply_op(
             let Some(v) = value else {
                 return invalid_request(format!("null value not supported for {key}"));
             };
-            let current = match configs.get(key) {
-                Some(v) => v.clone(),
-                None => prop.value(&req.shard.config.log_defaults, &BTreeMap::new()),
-            };
+            let current = configs.get(key).cloned().unwrap_or(prop.inherited);
             let mut items = split_list(&current);
             for item in split_list(v) {
                 if op == OP_APPEND {

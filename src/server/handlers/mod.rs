@@ -3,6 +3,8 @@
 
 pub mod alter_configs;
 pub mod api_versions;
+mod broker_configs;
+mod config_resource;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
