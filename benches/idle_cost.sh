@@ -2,7 +2,7 @@
 # Idle cost of brokers side by side: each `serve --shards 2` with no client; process CPU
 # (utime+stime) over SECS seconds, then `strace -c -f` for 10 s (syscall counts).
 #   bash benches/idle_cost.sh NAME=BINARY [NAME=BINARY ...]     env: SECS (60)
-# README "Runtime" has the figures.
+# docs/internals/runtime.md ("Idle cost") has the figures.
 set -euo pipefail
 SECS=${SECS:-60}
 work=$(mktemp -d)

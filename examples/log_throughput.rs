@@ -16,7 +16,7 @@
 //! is from the first append to the last append (and the flush, for `--sync end`); opening and
 //! closing the log are not included. `append_seconds` stops before the final flush; the
 //! latencies are per append call. `--write-behind` and `--index-interval-bytes` are for
-//! experiments (see README, "Benchmarks"). Prints one machine-readable line:
+//! experiments (see docs/benchmarks.md). Prints one machine-readable line:
 //!
 //! ```text
 //! log_throughput bytes=2147483648 seconds=2.631 mib_per_s=778.4 batch_size=1048576 sync=end inflight=1 batches=2048 append_seconds=1.911 write_behind=0 append_p50_us=612 append_p99_us=2331 append_max_us=601087

@@ -1,4 +1,5 @@
 //! ringbroker: a Kafka-compatible streaming broker, thread-per-core on io_uring.
+//! (docs/architecture.md walks through how these fit together.)
 //!
 //! # Layers
 //!

@@ -46,7 +46,7 @@ enum Command {
     Log(LogCommand),
     /// Load generator with HDR latency percentiles, against any Kafka-compatible broker
     ///
-    /// Produce, consume or both (see README "Load generation: ringbroker bench").
+    /// Produce, consume or both (see docs/bench.md).
     ///
     /// Examples:
     ///   ringbroker bench produce --bootstrap 127.0.0.1:9092 --records 1000000 --out results/

@@ -12,8 +12,8 @@
 //!
 //! Knobs: `CRASH_SOAK_CYCLES` (kills, default 20), `CRASH_SOAK_BUDGET_SECS` (time for the kill
 //! cycles, default 60; the run stops early when it is spent), `CRASH_SOAK_SEED`. The long run
-//! in the README is `CRASH_SOAK_CYCLES=1000 CRASH_SOAK_BUDGET_SECS=1500 cargo test --test
-//! crash_soak -- --nocapture` (`RINGBROKER_BIN` points it at a copy of the broker binary, so
+//! in docs/testing.md is `CRASH_SOAK_CYCLES=1000 CRASH_SOAK_BUDGET_SECS=5400 cargo test
+//! --release --test crash_soak -- --nocapture` (`RINGBROKER_BIN` points it at a copy of the broker binary, so
 //! that rebuilding meanwhile does not change the binary under test).
 
 mod broker;

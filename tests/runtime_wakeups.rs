@@ -8,7 +8,7 @@
 //! initial rebalance delay (the coordinator's timer) → SIGTERM.
 //!
 //! CI runs [`CI_CYCLES`]; `RUNTIME_SOAK_CYCLES=500 cargo test --release --test runtime_wakeups
-//! -- --nocapture` is the long variant (README "Runtime").
+//! -- --nocapture` is the long variant (docs/internals/runtime.md).
 
 mod broker;
 

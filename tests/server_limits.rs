@@ -23,8 +23,8 @@ use broker::{topic_name, Broker, WAIT};
 
 /// Connections the many-connections test holds (scaled down to the fd limit if need be).
 const HELD_CONNECTIONS: usize = 10_000;
-/// Broker resident memory allowed while holding them. Measured: see the README's "Resource
-/// limits" section; the bound leaves about 2x margin.
+/// Broker resident memory allowed while holding them. Measured: see docs/operations.md,
+/// "Bounded resources"; the bound leaves about 2x margin.
 const RSS_WITH_HELD_CONNECTIONS_KIB: u64 = 160 * 1024;
 /// Broker resident memory allowed under a non-reading consumer or a request flood (measured
 /// peaks about 50 MiB; before fetches were taken one at a time per connection, the

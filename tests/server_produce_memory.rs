@@ -43,7 +43,7 @@ const VALUE_BYTES: usize = 64 << 10;
 /// Broker resident memory allowed. Held produce data is bounded per shard by the limit plus
 /// what the other shard forwards (at most its own limit), and the log stages a copy of what it
 /// appends: 2 shards x 2 x 8 MiB x 2 = 64 MiB over a ~20 MiB idle broker, at worst. Measured
-/// (debug build, see the README's "Bounded resources"): peaks of 57-62 MiB with the limit,
+/// (debug build, see docs/operations.md, "Bounded resources"): peaks of 57-62 MiB with the limit,
 /// 285 MiB with `ringbroker.produce.memory.max.bytes` at 1 GiB.
 const RSS_BOUND_KIB: u64 = 96 * 1024;
 
@@ -168,7 +168,7 @@ fn per_shard(text: &str, name: &str) -> Vec<f64> {
 
 #[test]
 fn pipelined_producers_are_held_back_by_the_produce_memory_limit() {
-    // Only to see the broker without the limit (README measurements): a larger limit here
+    // Only to see the broker without the limit (measurements in docs/operations.md): a larger limit here
     // makes the RSS assertion below fail, as it should.
     let limit = std::env::var("PRODUCE_MEMORY_TEST_LIMIT")
         .ok()

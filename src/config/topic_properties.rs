@@ -27,7 +27,7 @@ pub enum TopicConfigError {
     },
 }
 
-/// What a property does on this broker (the README's table of effects comes from this).
+/// What a property does on this broker (docs/configuration.md's effect column comes from this).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     /// Changes what the broker does.

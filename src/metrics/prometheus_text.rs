@@ -31,7 +31,7 @@ pub fn render(shards: &[ShardMetrics]) -> String {
     out.family(
         "ringbroker_stage_latency_seconds",
         "summary",
-        "Time spent in one stage of request processing (see the README for the stages).",
+        "Time spent in one stage of request processing (see docs/metrics.md for the stages).",
     );
     for s in shards {
         for stage in Stage::ALL {

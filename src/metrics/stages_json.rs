@@ -1,6 +1,6 @@
 //! `GET /metrics/stages.json`: the latency breakdown merged across shards, for tools (the
 //! `bench` command prints it next to its client-side figures). The shape is documented in
-//! the README; every latency is in microseconds.
+//! docs/metrics.md; every latency is in microseconds.
 
 use std::collections::BTreeMap;
 

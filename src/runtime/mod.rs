@@ -4,9 +4,10 @@
 //! sleeps, talks to other shards through [`ShardContext`] and does file I/O through [`File`]. If
 //! the runtime is ever swapped (tokio-uring, monoio), this file is what changes.
 //!
-//! Shards: one glommio `LocalExecutor` per shard, each with its own io_uring. Serving pins one
-//! shard per core; tests run unpinned because the CI machine has only two cores and several
-//! brokers may run at once.
+//! Shards: one glommio `LocalExecutor` per shard, each with its own io_uring. `serve` pins
+//! each shard to a core of its own only with `ringbroker.pin.shards=true` (default: unpinned,
+//! the OS places the threads); tests run unpinned because the CI machine has only two cores
+//! and several brokers may run at once.
 //!
 //! Memory: glommio registers `io_memory` bytes per executor with io_uring, which counts against
 //! `RLIMIT_MEMLOCK` (8 MiB on the machines we run on, shared by every executor of the user), so
