@@ -162,10 +162,12 @@ fn main() -> ExitCode {
         // The KRaft properties' rules span several of them: checked together here too.
         Command::Serve(args) if args.check_config => match serve_config(args)
             .map_err(|e| e.to_string())
-            .and_then(|config| match ringbroker::server::cluster::check(&config) {
-                Ok(_) => Ok(config),
-                Err(e) => Err(e.to_string()),
-            }) {
+            .and_then(
+                |config| match ringbroker::server::cluster_mode::check(&config) {
+                    Ok(_) => Ok(config),
+                    Err(e) => Err(e.to_string()),
+                },
+            ) {
             Ok(config) => {
                 use std::io::Write;
                 let mut text = ringbroker::config::listing::render(&config.effective_properties());

@@ -17,7 +17,9 @@ use libfuzzer_sys::fuzz_target;
 use ringbroker::protocol::legacy_admin::{decode_create_topics_v0_1, decode_describe_configs_v0};
 use ringbroker::protocol::legacy_epoch::decode_request_v0_1 as decode_offset_for_leader_epoch_v0_1;
 use ringbroker::protocol::legacy_fetch::decode_fetch_v0_3;
-use ringbroker::protocol::legacy_offsets::{decode_list_offsets_v0, decode_offset_commit_v0_1};
+use ringbroker::protocol::legacy_offset_codecs::{
+    decode_list_offsets_v0, decode_offset_commit_v0_1,
+};
 use ringbroker::protocol::legacy_produce::decode_produce_v0_2;
 use ringbroker::server::handlers::{spec_for, ApiSpec, APIS};
 

@@ -16,7 +16,7 @@ pub mod legacy_downconvert;
 pub mod legacy_epoch;
 pub mod legacy_error;
 pub mod legacy_fetch;
-pub mod legacy_offsets;
+pub mod legacy_offset_codecs;
 pub mod legacy_produce;
 mod legacy_reader;
 pub mod record_batch;

@@ -7,7 +7,7 @@
 //! let in-flight requests finish, close every log cleanly and exit 0.
 
 pub mod accept;
-pub mod cluster;
+pub mod cluster_mode;
 pub mod connection;
 pub mod connection_limits;
 mod connection_timeouts;
@@ -62,7 +62,7 @@ pub enum ServerError {
     #[error("stopped after a failure: {0}")]
     Stopped(String),
     #[error(transparent)]
-    Cluster(#[from] cluster::ClusterStartError),
+    Cluster(#[from] cluster_mode::ClusterStartError),
 }
 
 /// The signals that stop the broker cleanly.
@@ -136,7 +136,7 @@ pub fn serve(mut config: BrokerConfig) -> Result<(), ServerError> {
     let _lock = DataDirLock::acquire(&config.data_dir)?;
     let _fsync_failpoint = fsync_failpoint(&config.data_dir);
     // Cluster mode is checked (and the data dir claimed) before anything listens.
-    let cluster = cluster::prepare(&config)?.map(Arc::new);
+    let cluster = cluster_mode::prepare(&config)?.map(Arc::new);
     let listen = check_port_free(config.listen)?;
     // Held (bound, never listening) until the process ends: the shards listen only after
     // their start-up, in shard order, and meanwhile an outgoing connection of this host must
@@ -244,7 +244,7 @@ struct Started {
     stop: Arc<AtomicBool>,
     ready: Arc<Ready>,
     limits: Arc<ConnectionLimits>,
-    cluster: Option<Arc<cluster::ClusterSetup>>,
+    cluster: Option<Arc<cluster_mode::ClusterSetup>>,
     /// The metrics port bound before the shards started (shard 0 serves it).
     metrics: Arc<Option<metrics_endpoint::Reserved>>,
     progress: Arc<Progress>,
@@ -414,7 +414,7 @@ async fn shard_main(
     ready.startup.add_shard(&recovery);
     shard.serve_mesh(inboxes);
     shard.publish_offline_partitions().await;
-    // In cluster mode the controller creates it (server/cluster.rs). Not while stopping:
+    // In cluster mode the controller creates it (server/cluster_mode.rs). Not while stopping:
     // the other shards may be gone.
     if cluster.is_none() && !stop.load(Ordering::Acquire) {
         shard.ensure_offsets_topic(-1).await;
@@ -422,9 +422,9 @@ async fn shard_main(
     let mut cluster_tasks = None;
     if let Some(setup) = &cluster {
         let _ = shard.cluster.set(Arc::clone(&setup.published));
-        cluster::start_replication(setup, &shard).map_err(|e| e.to_string())?;
+        cluster_mode::start_replication(setup, &shard).map_err(|e| e.to_string())?;
         if shard.id == 0 {
-            let tasks = cluster::start(setup, &shard)
+            let tasks = cluster_mode::start(setup, &shard)
                 .await
                 .map_err(|e| e.to_string())?;
             cluster_tasks = Some(tasks);

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use super::errors::error_result;
 use super::messages::{AdminError, AdminOp, PartitionOp, PartitionResult};
-use super::metadata::{ClusterMetadata, PartitionMeta, TopicMetadata};
+use super::metadata::{PartitionMeta, StoredMetadata, TopicMetadata};
 use super::Shard;
-use crate::controller::cluster_metadata::ClusterMetadata as ControllerMetadata;
+use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
 use crate::controller::topic_admin::CreateTopicRequest;
 use crate::controller::topic_changes::TopicChange;
@@ -67,7 +67,7 @@ impl ClusterAdmin {
 /// The controller's topics as this broker's shards hold them: every topic with every
 /// partition (so indexes and slots match the cluster), logs only where this broker is a
 /// replica.
-pub fn local_topics(meta: &ControllerMetadata, me: BrokerId) -> BTreeMap<String, TopicMetadata> {
+pub fn local_topics(meta: &ClusterMetadata, me: BrokerId) -> BTreeMap<String, TopicMetadata> {
     meta.topics()
         .map(|t| {
             let partitions = t
@@ -194,7 +194,7 @@ impl Shard {
         self: &Rc<Self>,
         admin: &ClusterAdmin,
         op: AdminOp,
-    ) -> Result<Arc<ClusterMetadata>, AdminError> {
+    ) -> Result<Arc<StoredMetadata>, AdminError> {
         if let AdminOp::DeleteTopic { name } | AdminOp::CreatePartitions { name, .. } = &op {
             if name == OFFSETS_TOPIC {
                 return Err(AdminError {

@@ -291,7 +291,7 @@ impl Shard {
     /// are marked loading (their groups answer COORDINATOR_LOAD_IN_PROGRESS, not
     /// NOT_COORDINATOR, from now on). Returns them with their load numbers.
     pub(super) fn begin_group_loads(&self) -> Vec<(i32, u64)> {
-        if let Some(partitions) = super::groups::offsets_partition_count(&self.metadata()) {
+        if let Some(partitions) = super::group_routing::offsets_partition_count(&self.metadata()) {
             self.groups
                 .coordinator
                 .borrow_mut()

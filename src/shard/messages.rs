@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::metadata::ClusterMetadata;
+use super::metadata::StoredMetadata;
 use crate::idempotence::producer_ids::ProducerIdError;
 use crate::log::AppendInfo;
 use crate::model::ProducerIdBlock;
@@ -37,7 +37,7 @@ pub enum ShardRequest {
         fetch_budget: Option<usize>,
     },
     /// New metadata from shard 0: adopt it, open logs of new partitions, drop deleted ones.
-    ApplyMetadata(Arc<ClusterMetadata>),
+    ApplyMetadata(Arc<StoredMetadata>),
     /// A metadata change, sent to shard 0 (the only writer).
     Admin(AdminOp),
     /// Resolve once any of these partitions has data past the offset, or after the timeout.
@@ -62,7 +62,7 @@ pub enum ShardRequest {
 pub enum ShardReply {
     Partitions(Vec<PartitionResult>),
     Applied,
-    Admin(Result<Arc<ClusterMetadata>, AdminError>),
+    Admin(Result<Arc<StoredMetadata>, AdminError>),
     DataAvailable(bool),
     /// The coordinator's reply, or a whole-request error code.
     Group(Result<crate::group::api::Reply, i16>),

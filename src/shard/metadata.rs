@@ -53,8 +53,11 @@ pub struct TopicMetadata {
     pub from_controller: bool,
 }
 
+/// The metadata this broker keeps in its data dir (`metadata_store.rs`, JSON) and hands to
+/// every shard: on a single node the whole truth, in cluster mode this broker's copy of the
+/// controller's topics (`controller::ClusterMetadata` is the controller's own model).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClusterMetadata {
+pub struct StoredMetadata {
     /// Bumped by every change.
     pub version: u64,
     pub cluster_id: String,
@@ -91,9 +94,9 @@ pub enum MetadataError {
     InvalidConfig(String),
 }
 
-impl ClusterMetadata {
+impl StoredMetadata {
     pub fn new(cluster_id: String) -> Self {
-        ClusterMetadata {
+        StoredMetadata {
             version: 0,
             cluster_id,
             topics: BTreeMap::new(),
@@ -129,7 +132,7 @@ impl ClusterMetadata {
         &self,
         offset: u64,
         topics: BTreeMap<String, TopicMetadata>,
-    ) -> Option<ClusterMetadata> {
+    ) -> Option<StoredMetadata> {
         if self.controller_offset.is_some_and(|o| offset < o) {
             return None;
         }
@@ -175,7 +178,7 @@ impl ClusterMetadata {
         partitions: i32,
         configs: BTreeMap<String, String>,
         id: Uuid,
-    ) -> Result<ClusterMetadata, MetadataError> {
+    ) -> Result<StoredMetadata, MetadataError> {
         validate_topic_name(name)?;
         if self.topics.contains_key(name) {
             return Err(MetadataError::TopicExists(name.to_string()));
@@ -199,7 +202,7 @@ impl ClusterMetadata {
         Ok(next)
     }
 
-    pub fn without_topic(&self, name: &str) -> Result<ClusterMetadata, MetadataError> {
+    pub fn without_topic(&self, name: &str) -> Result<StoredMetadata, MetadataError> {
         if !self.topics.contains_key(name) {
             return Err(MetadataError::UnknownTopic(name.to_string()));
         }
@@ -214,7 +217,7 @@ impl ClusterMetadata {
         &self,
         name: &str,
         total: i32,
-    ) -> Result<ClusterMetadata, MetadataError> {
+    ) -> Result<StoredMetadata, MetadataError> {
         let current = self
             .topics
             .get(name)
@@ -239,7 +242,7 @@ impl ClusterMetadata {
         &self,
         name: &str,
         configs: BTreeMap<String, String>,
-    ) -> Result<ClusterMetadata, MetadataError> {
+    ) -> Result<StoredMetadata, MetadataError> {
         let mut next = self.clone();
         let t = next
             .topics
@@ -255,7 +258,7 @@ impl ClusterMetadata {
         &self,
         resource: &str,
         configs: BTreeMap<String, String>,
-    ) -> ClusterMetadata {
+    ) -> StoredMetadata {
         let mut next = self.clone();
         if configs.is_empty() {
             next.broker_configs.remove(resource);
@@ -291,7 +294,7 @@ mod tests {
 
     #[test]
     fn topics_are_spread_round_robin_and_versioned() {
-        let m = ClusterMetadata::new("c".into());
+        let m = StoredMetadata::new("c".into());
         let m = m
             .with_topic("a", 3, BTreeMap::new(), Uuid::from_u128(1))
             .unwrap();
@@ -321,7 +324,7 @@ mod tests {
 
     #[test]
     fn any_shard_count_places_every_partition() {
-        let m = ClusterMetadata::new("c".into())
+        let m = StoredMetadata::new("c".into())
             .with_topic("a", 4, BTreeMap::new(), Uuid::from_u128(1))
             .unwrap();
         for shards in 1..=5 {
@@ -340,7 +343,7 @@ mod tests {
         let old = r#"{"version":3,"cluster_id":"c","next_shard":1,"topics":{"a":{"name":"a",
             "id":"00000000-0000-0000-0000-000000000001","partitions":[{"shard":0},{"shard":1},
             {"shard":0}],"configs":{}}}}"#;
-        let m: ClusterMetadata = serde_json::from_str(old).unwrap();
+        let m: StoredMetadata = serde_json::from_str(old).unwrap();
         assert_eq!(m.next_slot, 1);
         let on_two: Vec<Option<usize>> = (0..3).map(|p| m.shard_of("a", p, 2)).collect();
         assert_eq!(
@@ -354,7 +357,7 @@ mod tests {
 
     #[test]
     fn controller_topics_replace_copies_and_a_stale_view_changes_nothing() {
-        let local = ClusterMetadata::new("c".into())
+        let local = StoredMetadata::new("c".into())
             .with_topic("mine", 1, BTreeMap::new(), Uuid::from_u128(1))
             .unwrap();
         let copy = |name: &str, id: u128, hosted: bool| TopicMetadata {
@@ -398,11 +401,11 @@ mod tests {
 
     #[test]
     fn serde_round_trip() {
-        let m = ClusterMetadata::new("c".into())
+        let m = StoredMetadata::new("c".into())
             .with_topic("a", 2, BTreeMap::new(), Uuid::from_u128(7))
             .unwrap();
         let text = serde_json::to_string(&m).unwrap();
-        let back: ClusterMetadata = serde_json::from_str(&text).unwrap();
+        let back: StoredMetadata = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
     }
 }

@@ -7,7 +7,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::metadata::ClusterMetadata;
+use super::metadata::StoredMetadata;
 use crate::runtime::durable_file;
 
 pub const METADATA_DIR: &str = "__ringbroker_metadata";
@@ -29,7 +29,7 @@ fn dir_of(data_dir: &Path) -> PathBuf {
 pub async fn load_or_create(
     data_dir: &Path,
     node_id: i32,
-) -> Result<ClusterMetadata, MetadataStoreError> {
+) -> Result<StoredMetadata, MetadataStoreError> {
     let dir = dir_of(data_dir);
     let path = dir.join(METADATA_FILE);
     let io_err = |path: &Path| {
@@ -38,10 +38,10 @@ pub async fn load_or_create(
     };
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     if !path.exists() {
-        // In cluster mode `meta.properties` was claimed first (server/cluster.rs): its
+        // In cluster mode `meta.properties` was claimed first (server/cluster_mode.rs): its
         // cluster id stays; rewriting it would give the node another id at every restart.
         let claimed = claimed_cluster_id(data_dir);
-        let meta = ClusterMetadata::new(claimed.clone().unwrap_or_else(new_cluster_id));
+        let meta = StoredMetadata::new(claimed.clone().unwrap_or_else(new_cluster_id));
         save(data_dir, &meta).await?;
         if claimed.is_none() {
             write_meta_properties(data_dir, node_id, &meta.cluster_id).map_err(io_err(data_dir))?;
@@ -56,7 +56,7 @@ pub async fn load_or_create(
 }
 
 /// Reads the metadata without creating anything (shards other than 0 at startup).
-pub async fn load_existing(data_dir: &Path) -> Result<Option<ClusterMetadata>, MetadataStoreError> {
+pub async fn load_existing(data_dir: &Path) -> Result<Option<StoredMetadata>, MetadataStoreError> {
     let path = dir_of(data_dir).join(METADATA_FILE);
     if !path.exists() {
         return Ok(None);
@@ -75,7 +75,7 @@ pub async fn load_existing(data_dir: &Path) -> Result<Option<ClusterMetadata>, M
 }
 
 /// Replaces the stored metadata atomically and durably.
-pub async fn save(data_dir: &Path, meta: &ClusterMetadata) -> Result<(), MetadataStoreError> {
+pub async fn save(data_dir: &Path, meta: &StoredMetadata) -> Result<(), MetadataStoreError> {
     let path = dir_of(data_dir).join(METADATA_FILE);
     let bytes = serde_json::to_vec_pretty(meta).map_err(|e| MetadataStoreError::Corrupt {
         path: path.clone(),

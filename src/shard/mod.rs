@@ -11,8 +11,8 @@ mod errors;
 pub mod fetch;
 pub mod fetch_budget;
 pub mod fetch_session;
+pub mod group_routing;
 pub mod group_service;
-pub mod groups;
 pub mod housekeeping;
 pub mod messages;
 pub mod metadata;
@@ -51,7 +51,7 @@ use errors::{metadata_error, unavailable_result, unknown_partition_result};
 use messages::{
     AdminError, AdminOp, MeshMessage, PartitionOp, PartitionResult, ShardReply, ShardRequest,
 };
-use metadata::ClusterMetadata;
+use metadata::StoredMetadata;
 use offline::OfflinePartition;
 use recovery_summary::RecoverySummary;
 
@@ -67,7 +67,7 @@ pub struct Shard {
     pub id: usize,
     pub count: usize,
     pub config: BrokerConfig,
-    metadata: RefCell<Arc<ClusterMetadata>>,
+    metadata: RefCell<Arc<StoredMetadata>>,
     /// The partitions this shard serves.
     partitions: RefCell<HashMap<PartitionKey, Rc<Partition>>>,
     /// The partitions this shard owns but cannot serve (see [`offline`]); never also online.
@@ -124,7 +124,7 @@ impl Shard {
                 }
                 tries += 1;
                 if tries > 500 {
-                    break ClusterMetadata::new(String::new());
+                    break StoredMetadata::new(String::new());
                 }
                 runtime::sleep(Duration::from_millis(10)).await;
             }
@@ -169,7 +169,7 @@ impl Shard {
         Ok((shard, inboxes, recovery))
     }
 
-    pub fn metadata(&self) -> Arc<ClusterMetadata> {
+    pub fn metadata(&self) -> Arc<StoredMetadata> {
         Arc::clone(&self.metadata.borrow())
     }
 
@@ -426,7 +426,7 @@ impl Shard {
     }
 
     /// Applies a metadata change: on shard 0 directly, elsewhere by asking shard 0.
-    pub async fn admin(self: &Rc<Self>, op: AdminOp) -> Result<Arc<ClusterMetadata>, AdminError> {
+    pub async fn admin(self: &Rc<Self>, op: AdminOp) -> Result<Arc<StoredMetadata>, AdminError> {
         if self.id == 0 {
             return self.execute_admin(op).await;
         }
@@ -444,7 +444,7 @@ impl Shard {
     async fn execute_admin(
         self: &Rc<Self>,
         op: AdminOp,
-    ) -> Result<Arc<ClusterMetadata>, AdminError> {
+    ) -> Result<Arc<StoredMetadata>, AdminError> {
         // Outside the section: the answer waits for the change to be adopted, which enters it.
         if let Some(admin) = self.cluster_admin() {
             return self.forward_admin(admin, op).await;
@@ -456,7 +456,7 @@ impl Shard {
     async fn execute_admin_exclusive(
         self: &Rc<Self>,
         op: AdminOp,
-    ) -> Result<Arc<ClusterMetadata>, AdminError> {
+    ) -> Result<Arc<StoredMetadata>, AdminError> {
         let current = self.metadata();
         let (next, validate_only) = match op {
             AdminOp::CreateTopic {
@@ -544,7 +544,7 @@ impl Shard {
     }
 
     /// Hands `meta` to every shard (this one included) and waits until all have applied it.
-    async fn broadcast_metadata(self: &Rc<Self>, meta: Arc<ClusterMetadata>) {
+    async fn broadcast_metadata(self: &Rc<Self>, meta: Arc<StoredMetadata>) {
         let mut tasks = Vec::new();
         for to in 0..self.count {
             if to == self.id {
@@ -564,7 +564,7 @@ impl Shard {
         }
     }
 
-    async fn adopt_metadata(self: &Rc<Self>, meta: Arc<ClusterMetadata>) {
+    async fn adopt_metadata(self: &Rc<Self>, meta: Arc<StoredMetadata>) {
         if meta.version < self.metadata.borrow().version {
             return;
         }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::errors::error_result;
 use super::messages::{PartitionOp, PartitionResult, ShardReply, ShardRequest};
-use super::metadata::{ClusterMetadata, TopicMetadata};
+use super::metadata::{StoredMetadata, TopicMetadata};
 use super::partition_dirs::PartitionDirError;
 use super::{PartitionKey, Shard};
 use crate::log::LogError;
@@ -194,7 +194,7 @@ impl Shard {
 
     /// Forgets offline partitions whose topic is gone from `meta` (deleted, or recreated with
     /// another id). Returns those this shard owned, whose directories are to be removed.
-    pub(super) fn forget_offline_gone(&self, meta: &ClusterMetadata) -> Vec<Rc<OfflinePartition>> {
+    pub(super) fn forget_offline_gone(&self, meta: &StoredMetadata) -> Vec<Rc<OfflinePartition>> {
         let current = |topic: &str, index: i32, id: Uuid| {
             meta.topic(topic).is_some_and(|t| t.id == id) && meta.has_partition(topic, index)
         };

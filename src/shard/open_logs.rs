@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::metadata::{self, ClusterMetadata, TopicMetadata};
+use super::metadata::{self, StoredMetadata, TopicMetadata};
 use super::offline::{OfflineCause, OfflinePartition};
 use super::partition_dirs::{self, Aside, PartitionDirError};
 use super::recovery_summary::RecoverySummary;
@@ -23,7 +23,7 @@ impl Shard {
     /// (already recorded here; the caller tells the other shards).
     pub(super) async fn open_owned_logs(
         &self,
-        meta: &ClusterMetadata,
+        meta: &StoredMetadata,
     ) -> (RecoverySummary, Vec<OfflineNotice>) {
         let mut opened = RecoverySummary::default();
         let mut offline = Vec::new();
@@ -123,7 +123,7 @@ impl Shard {
     }
 
     /// Closes the open partitions `meta` no longer gives this shard and deletes their data.
-    async fn close_gone_partitions(&self, meta: &ClusterMetadata) {
+    async fn close_gone_partitions(&self, meta: &StoredMetadata) {
         let gone: Vec<PartitionKey> = self
             .partitions
             .borrow()

@@ -18,7 +18,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use uuid::Uuid;
 
-use super::metadata::ClusterMetadata;
+use super::metadata::StoredMetadata;
 use crate::runtime;
 use crate::runtime::durable_file;
 
@@ -188,7 +188,7 @@ enum SweepAction {
     Keep,
 }
 
-fn sweep_action(name: &str, is_dir: bool, meta: &ClusterMetadata) -> SweepAction {
+fn sweep_action(name: &str, is_dir: bool, meta: &StoredMetadata) -> SweepAction {
     if name.ends_with(DELETE_SUFFIX) {
         return SweepAction::Remove;
     }
@@ -213,7 +213,7 @@ fn sweep_action(name: &str, is_dir: bool, meta: &ClusterMetadata) -> SweepAction
 
 /// At start, before any log opens (shard 0): sets aside directories of partitions `meta` does
 /// not have, and removes `*-delete` ones in the background. Returns how many were set aside.
-pub async fn sweep(data_dir: &Path, meta: &ClusterMetadata) -> usize {
+pub async fn sweep(data_dir: &Path, meta: &StoredMetadata) -> usize {
     let listing = data_dir.to_path_buf();
     let entries = runtime::spawn_blocking(move || -> io::Result<Vec<(String, bool)>> {
         let mut out = Vec::new();
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn the_sweep_removes_deleted_and_sets_aside_unknown_partitions() {
-        let meta = ClusterMetadata::new("c".into())
+        let meta = StoredMetadata::new("c".into())
             .with_topic("a-b", 2, BTreeMap::new(), Uuid::from_u128(1))
             .unwrap();
         let id = Uuid::from_u128(7);

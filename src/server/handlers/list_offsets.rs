@@ -4,9 +4,9 @@
 //!
 //! v0 (hand-decoded) asks for up to `max_num_offsets` offsets "before" a time and gets
 //! `old_style_offsets`: segment base offsets and the log end, highest first (see
-//! `log::legacy_offsets`).
+//! `log::offsets_before`).
 
-use crate::protocol::legacy_offsets::{
+use crate::protocol::legacy_offset_codecs::{
     decode_list_offsets_v0, encode_list_offsets_response_v0, LegacyListOffsets, LegacyOffsetsAnswer,
 };
 use crate::protocol::messages::list_offsets_request::ListOffsetsRequest;

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::{str_bytes, topic_name, HandlerError, Request};
 use crate::controller::client_view;
-use crate::controller::cluster_metadata::{ClusterMetadata as ControllerMetadata, TopicState};
+use crate::controller::cluster_metadata::{ClusterMetadata, TopicState};
 use crate::group::api::OFFSETS_TOPIC;
 use crate::model::validate_topic_name;
 use crate::shard::messages::AdminOp;
@@ -198,7 +198,7 @@ fn missing_topic(name: &str, creation_errors: &BTreeMap<String, i16>) -> Metadat
 /// A topic as the controller's metadata has it: per partition the leader (or -1 with
 /// LEADER_NOT_AVAILABLE), its epoch, the replicas, the ISR and the offline replicas.
 fn cluster_topic_entry(
-    meta: &ControllerMetadata,
+    meta: &ClusterMetadata,
     t: &TopicState,
     version: i16,
 ) -> MetadataResponseTopic {

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use crate::group::api::{Call, OffsetCommitCall, OffsetToCommit, Reply};
-use crate::protocol::legacy_offsets::{decode_offset_commit_v0_1, LegacyOffsetCommit};
+use crate::protocol::legacy_offset_codecs::{decode_offset_commit_v0_1, LegacyOffsetCommit};
 use crate::protocol::messages::offset_commit_request::OffsetCommitRequest;
 use crate::protocol::messages::offset_commit_response::{
     OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,

@@ -11,7 +11,7 @@ use crate::protocol::ResponseError;
 use crate::runtime;
 
 use super::messages::{ShardReply, ShardRequest};
-use super::metadata::ClusterMetadata;
+use super::metadata::StoredMetadata;
 use super::Shard;
 
 /// Why a group call got no answer from its coordinator: a Kafka error code for the whole
@@ -180,7 +180,7 @@ impl Shard {
 /// Partitions of `__consumer_offsets` as it exists, which groups are routed by (Kafka's
 /// rule): `offsets.topic.num.partitions` only sizes the topic when it is created, and a
 /// restart with another value must still find the groups where their records are.
-pub(super) fn offsets_partition_count(meta: &ClusterMetadata) -> Option<i32> {
+pub(super) fn offsets_partition_count(meta: &StoredMetadata) -> Option<i32> {
     let topic = meta.topic(OFFSETS_TOPIC)?;
     i32::try_from(topic.partitions.len()).ok()
 }
