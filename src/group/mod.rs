@@ -10,6 +10,7 @@ mod membership;
 mod offsets;
 pub mod records;
 mod subscription;
+mod sync_phase;
 
 #[cfg(test)]
 mod sim_tests;
