@@ -13,7 +13,8 @@ use crate::metrics::registry::{self as metrics, Stage};
 
 use super::fetch_budget::{FetchBudget, ReadLimit};
 use super::messages::{
-    FetchReader, FetchedData, PartitionOp, PartitionResult, ShardReply, ShardRequest,
+    FetchReader, FetchedData, PartitionOp, PartitionRequest, PartitionResult, ShardReply,
+    ShardRequest,
 };
 use super::Shard;
 use crate::model::BrokerId;
@@ -102,11 +103,11 @@ impl Shard {
                         shard
                             .request(
                                 owner,
-                                ShardRequest::WaitForData {
+                                ShardRequest::Partitions(PartitionRequest::WaitForData {
                                     partitions: parts,
                                     timeout_ms,
                                     log_end,
-                                },
+                                }),
                             )
                             .await,
                         Some(ShardReply::DataAvailable(true))

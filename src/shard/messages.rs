@@ -28,18 +28,29 @@ pub enum MeshMessage {
     },
 }
 
+/// A request to another shard, by the service on that shard that answers it.
 pub enum ShardRequest {
-    /// Work on partitions this shard owns, in one round trip. With `fetch_budget`, the
+    /// For the partitions the shard owns.
+    Partitions(PartitionRequest),
+    /// For the shard's metadata copy and replica roles (shard 0 also writes the metadata).
+    Metadata(MetadataRequest),
+    /// A consumer-group call for the coordinator on this shard.
+    Group(crate::group::api::Call),
+    /// To shard 0: reserve (durably) a block of producer ids for the asking shard.
+    AllocateProducerIdBlock,
+    /// This shard's metrics report (a scrape of the metrics endpoint).
+    Metrics,
+}
+
+/// Work for the partitions a shard owns.
+pub enum PartitionRequest {
+    /// Operations on partitions this shard owns, in one round trip. With `fetch_budget`, the
     /// operations are the fetches of one Fetch request: read in order against that many
     /// response bytes (see `shard::fetch_budget`); without, they run concurrently.
-    Partitions {
+    Ops {
         ops: Vec<PartitionOp>,
         fetch_budget: Option<usize>,
     },
-    /// New metadata from shard 0: adopt it, open logs of new partitions, drop deleted ones.
-    ApplyMetadata(Arc<StoredMetadata>),
-    /// A metadata change, sent to shard 0 (the only writer).
-    Admin(AdminOp),
     /// Resolve once any of these partitions has data past the offset, or after the timeout.
     WaitForData {
         partitions: Vec<(String, i32, i64)>,
@@ -47,14 +58,16 @@ pub enum ShardRequest {
         /// Wait for the log end (a follower) rather than the high watermark.
         log_end: bool,
     },
-    /// A consumer-group call for the coordinator on this shard.
-    Group(crate::group::api::Call),
-    /// To shard 0: reserve (durably) a block of producer ids for the asking shard.
-    AllocateProducerIdBlock,
-    /// This shard's metrics report (a scrape of the metrics endpoint).
-    Metrics,
     /// Partitions that went offline on the sending shard (see `shard::offline`).
-    PartitionsOffline(Vec<OfflineNotice>),
+    Offline(Vec<OfflineNotice>),
+}
+
+/// Metadata for a shard to adopt, or (to shard 0) a change to make.
+pub enum MetadataRequest {
+    /// New metadata from shard 0: adopt it, open logs of new partitions, drop deleted ones.
+    Apply(Arc<StoredMetadata>),
+    /// A metadata change, sent to shard 0 (the only writer).
+    Admin(AdminOp),
     /// Cluster mode: lead or follow as this metadata says, before it is published.
     ApplyRoles(Arc<crate::controller::published::ClusterSummary>),
 }

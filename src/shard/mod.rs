@@ -49,7 +49,8 @@ use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::Partition;
 use errors::{metadata_error, unavailable_result, unknown_partition_result};
 use messages::{
-    AdminError, AdminOp, MeshMessage, PartitionOp, PartitionResult, ShardReply, ShardRequest,
+    AdminError, AdminOp, MeshMessage, MetadataRequest, PartitionOp, PartitionRequest,
+    PartitionResult, ShardReply, ShardRequest,
 };
 use metadata::StoredMetadata;
 use offline::OfflinePartition;
@@ -263,11 +264,23 @@ impl Shard {
 
     async fn execute_request(self: &Rc<Self>, request: ShardRequest) -> ShardReply {
         match request {
-            ShardRequest::Partitions {
+            ShardRequest::Partitions(request) => self.execute_partition_request(request).await,
+            ShardRequest::Metadata(request) => self.execute_metadata_request(request).await,
+            ShardRequest::Group(call) => ShardReply::Group(self.run_group_call(call).await),
+            ShardRequest::AllocateProducerIdBlock => {
+                ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
+            }
+            ShardRequest::Metrics => ShardReply::Metrics(Box::new(self.local_metrics())),
+        }
+    }
+
+    async fn execute_partition_request(self: &Rc<Self>, request: PartitionRequest) -> ShardReply {
+        match request {
+            PartitionRequest::Ops {
                 ops,
                 fetch_budget: Some(max_bytes),
             } => ShardReply::Partitions(self.execute_fetches(ops, max_bytes).await),
-            ShardRequest::Partitions {
+            PartitionRequest::Ops {
                 ops,
                 fetch_budget: None,
             } => {
@@ -282,26 +295,26 @@ impl Shard {
                 }
                 ShardReply::Partitions(results)
             }
-            ShardRequest::ApplyMetadata(meta) => {
-                self.adopt_metadata(meta).await;
-                ShardReply::Applied
-            }
-            ShardRequest::Admin(op) => ShardReply::Admin(self.execute_admin(op).await),
-            ShardRequest::WaitForData {
+            PartitionRequest::WaitForData {
                 partitions,
                 timeout_ms,
                 log_end,
             } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms, log_end).await),
-            ShardRequest::Group(call) => ShardReply::Group(self.run_group_call(call).await),
-            ShardRequest::AllocateProducerIdBlock => {
-                ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
-            }
-            ShardRequest::Metrics => ShardReply::Metrics(Box::new(self.local_metrics())),
-            ShardRequest::PartitionsOffline(notices) => {
+            PartitionRequest::Offline(notices) => {
                 self.adopt_offline_notices(notices);
                 ShardReply::Applied
             }
-            ShardRequest::ApplyRoles(summary) => {
+        }
+    }
+
+    async fn execute_metadata_request(self: &Rc<Self>, request: MetadataRequest) -> ShardReply {
+        match request {
+            MetadataRequest::Apply(meta) => {
+                self.adopt_metadata(meta).await;
+                ShardReply::Applied
+            }
+            MetadataRequest::Admin(op) => ShardReply::Admin(self.execute_admin(op).await),
+            MetadataRequest::ApplyRoles(summary) => {
                 if let Some(manager) = self.replicas.get() {
                     replica_manager::apply_roles(self, manager, summary).await;
                 }
@@ -363,7 +376,7 @@ impl Shard {
                     // The local shard always answers; its ops need no fallback (building
                     // one formats a message per op, on every request).
                     match shard
-                        .execute_request(ShardRequest::Partitions { ops, fetch_budget })
+                        .execute_partition_request(PartitionRequest::Ops { ops, fetch_budget })
                         .await
                     {
                         ShardReply::Partitions(r) => r,
@@ -372,7 +385,8 @@ impl Shard {
                 } else {
                     let fallback: Vec<PartitionResult> =
                         ops.iter().map(unavailable_result).collect();
-                    let request = ShardRequest::Partitions { ops, fetch_budget };
+                    let request =
+                        ShardRequest::Partitions(PartitionRequest::Ops { ops, fetch_budget });
                     let sent = std::time::Instant::now();
                     let reply = shard.request(owner, request).await;
                     metrics::registry::record_stage(metrics::registry::Stage::Hop, sent.elapsed());
@@ -430,7 +444,10 @@ impl Shard {
         if self.id == 0 {
             return self.execute_admin(op).await;
         }
-        match self.request(0, ShardRequest::Admin(op)).await {
+        match self
+            .request(0, ShardRequest::Metadata(MetadataRequest::Admin(op)))
+            .await
+        {
             Some(ShardReply::Admin(r)) => r,
             _ => Err(AdminError {
                 code: ResponseError::UnknownServerError.code(),
@@ -553,7 +570,9 @@ impl Shard {
             let shard = Rc::clone(self);
             let meta = Arc::clone(&meta);
             tasks.push(runtime::spawn(async move {
-                shard.request(to, ShardRequest::ApplyMetadata(meta)).await
+                shard
+                    .request(to, ShardRequest::Metadata(MetadataRequest::Apply(meta)))
+                    .await
             }));
         }
         self.adopt_metadata(meta).await;
@@ -668,7 +687,7 @@ fn first_session_id(shard: usize) -> i32 {
 
 fn produce_bytes(request: &ShardRequest) -> usize {
     match request {
-        ShardRequest::Partitions { ops, .. } => ops
+        ShardRequest::Partitions(PartitionRequest::Ops { ops, .. }) => ops
             .iter()
             .map(|op| match op {
                 PartitionOp::Produce { records, .. } => records.len(),

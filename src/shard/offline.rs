@@ -16,7 +16,7 @@ use std::rc::Rc;
 use uuid::Uuid;
 
 use super::errors::error_result;
-use super::messages::{PartitionOp, PartitionResult, ShardReply, ShardRequest};
+use super::messages::{PartitionOp, PartitionRequest, PartitionResult, ShardReply, ShardRequest};
 use super::metadata::{StoredMetadata, TopicMetadata};
 use super::partition_dirs::PartitionDirError;
 use super::{PartitionKey, Shard};
@@ -173,7 +173,10 @@ impl Shard {
             let notices = notices.clone();
             tasks.push(crate::runtime::spawn(async move {
                 shard
-                    .request(to, ShardRequest::PartitionsOffline(notices))
+                    .request(
+                        to,
+                        ShardRequest::Partitions(PartitionRequest::Offline(notices)),
+                    )
                     .await
             }));
         }

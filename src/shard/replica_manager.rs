@@ -246,7 +246,12 @@ impl Shard {
                         true
                     } else {
                         shard
-                            .request(to, super::messages::ShardRequest::ApplyRoles(summary))
+                            .request(
+                                to,
+                                super::messages::ShardRequest::Metadata(
+                                    super::messages::MetadataRequest::ApplyRoles(summary),
+                                ),
+                            )
                             .await
                             .is_some()
                     }
