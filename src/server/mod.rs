@@ -508,7 +508,9 @@ async fn shard_main(
 
     {
         let shutdown = Rc::clone(&shutdown);
-        shard.spawn_group_ticker(move || shutdown.is_triggered());
+        shard
+            .groups
+            .spawn_ticker(shard.group_host(), move || shutdown.is_triggered());
     }
 
     let housekeeping = {
@@ -573,7 +575,7 @@ async fn shard_main(
     progress.set_phase(shard.id, Phase::StoppingTasks);
     shutdown.trigger();
     shard.begin_stop();
-    shard.close_groups();
+    shard.groups.close();
     if let Some(replicas) = shard.replicas.get() {
         replicas.stop();
     }

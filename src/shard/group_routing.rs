@@ -7,9 +7,11 @@ use std::rc::Rc;
 use crate::group::api::{
     offsets_partition_for, Call, GroupDescription, ListGroupsReply, Reply, OFFSETS_TOPIC,
 };
+use crate::partition::Partition;
 use crate::protocol::ResponseError;
 use crate::runtime;
 
+use super::group_service::GroupHost;
 use super::messages::{ShardReply, ShardRequest};
 use super::metadata::StoredMetadata;
 use super::Shard;
@@ -18,7 +20,65 @@ use super::Shard;
 /// request (COORDINATOR_NOT_AVAILABLE while the offsets topic is missing or a shard is gone).
 pub type GroupCallError = i16;
 
+impl GroupHost for Shard {
+    fn offsets_partition(&self, index: i32) -> Option<Rc<Partition>> {
+        self.partition(OFFSETS_TOPIC, index)
+    }
+
+    fn offsets_partitions(&self) -> Vec<Rc<Partition>> {
+        let mut owned = self.owned_partitions();
+        owned.retain(|p| p.topic == OFFSETS_TOPIC);
+        owned
+    }
+
+    fn offsets_partition_count(&self) -> Option<i32> {
+        offsets_partition_count(&self.metadata())
+    }
+}
+
 impl Shard {
+    /// This shard as its group service's host.
+    pub fn group_host(self: &Rc<Self>) -> Rc<dyn GroupHost> {
+        Rc::clone(self) as Rc<dyn GroupHost>
+    }
+
+    /// Shard 0 at startup: creates `__consumer_offsets` if it does not exist yet (Kafka creates
+    /// it on the first FindCoordinator; creating it up front means the first consumer does
+    /// not wait for it). `replication_factor` -1: `default.replication.factor`.
+    pub async fn ensure_offsets_topic(self: &Rc<Self>, replication_factor: i32) {
+        if self.id != 0 || self.metadata().topic(OFFSETS_TOPIC).is_some() {
+            return;
+        }
+        let mut configs = std::collections::BTreeMap::new();
+        // Small segments: compaction (a rewrite of the live state) frees space by dropping
+        // whole segments.
+        configs.insert(
+            "segment.bytes".to_string(),
+            super::group_service::OFFSETS_SEGMENT_BYTES.to_string(),
+        );
+        let partitions = self.config.group.offsets_partitions;
+        let created = self
+            .admin(super::messages::AdminOp::CreateTopic {
+                name: OFFSETS_TOPIC.to_string(),
+                replication_factor,
+                assignment: None,
+                partitions,
+                configs,
+                validate_only: false,
+            })
+            .await;
+        match created {
+            Ok(_) => tracing::info!(partitions, "created {OFFSETS_TOPIC}"),
+            // Cluster mode: another broker's attempt committed first.
+            Err(e) if e.code == crate::protocol::ResponseError::TopicAlreadyExists.code() => {
+                tracing::debug!("{OFFSETS_TOPIC} was created by another broker")
+            }
+            Err(e) => {
+                tracing::error!(code = e.code, error = %e.message, "could not create {OFFSETS_TOPIC}; consumer groups are unavailable")
+            }
+        }
+    }
+
     /// The shard coordinating `group_id`, or None while `__consumer_offsets` does not exist.
     pub fn group_coordinator_shard(&self, group_id: &str) -> Option<usize> {
         let meta = self.metadata();
@@ -48,7 +108,7 @@ impl Shard {
 
     async fn group_call_on(self: &Rc<Self>, owner: usize, call: Call) -> Result<Reply, i16> {
         if owner == self.id {
-            return self.run_group_call(call).await;
+            return self.groups.run_call(&self.group_host(), call).await;
         }
         match self.request(owner, ShardRequest::Group(call)).await {
             Some(ShardReply::Group(r)) => r,

@@ -1,6 +1,8 @@
-//! The I/O around this shard's group coordinator: feeding it calls, timer ticks and append
-//! outcomes; appending its records to `__consumer_offsets`; loading its partitions at startup;
-//! and compacting them (the coordinator's live state rewritten, older records dropped).
+//! The group service: the I/O around a shard's group coordinator: feeding it calls, timer
+//! ticks and append outcomes; appending its records to `__consumer_offsets`; loading its
+//! partitions at startup and when leadership comes; and compacting them (the coordinator's
+//! live state rewritten, older records dropped). It reaches the shard's partitions only
+//! through [`GroupHost`].
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -19,7 +21,7 @@ use crate::runtime;
 use crate::util::local_oneshot;
 use crate::util::notify::Notify;
 
-use super::Shard;
+use crate::partition::Partition;
 
 /// After a change wakes the group ticker, how long it gathers further changes before it
 /// looks at every group's deadlines again.
@@ -38,13 +40,30 @@ const MAX_LOAD_BATCH_BYTES: usize = 64 << 20;
 
 /// `segment.bytes` of `__consumer_offsets` (Kafka's `offsets.topic.segment.bytes` is 100 MiB;
 /// smaller here because compaction frees whole segments).
-const OFFSETS_SEGMENT_BYTES: u64 = 16 << 20;
+pub(super) const OFFSETS_SEGMENT_BYTES: u64 = 16 << 20;
 
 /// A partition of `__consumer_offsets` is compacted once it holds this many bytes.
 const COMPACT_AFTER_BYTES: u64 = 64 << 20;
 
+/// What the group service needs of the shard hosting it: the `__consumer_offsets`
+/// partitions it owns. Passed in on each call (the shard holds the service; the service
+/// holding the shard would be a reference cycle), so the service never sees the rest of the
+/// shard.
+pub trait GroupHost {
+    /// The owned `__consumer_offsets` partition `index`, if this shard serves it.
+    fn offsets_partition(&self, index: i32) -> Option<Rc<Partition>>;
+    /// Every `__consumer_offsets` partition this shard serves.
+    fn offsets_partitions(&self) -> Vec<Rc<Partition>>;
+    /// How many partitions `__consumer_offsets` has (None until it exists).
+    fn offsets_partition_count(&self) -> Option<i32>;
+}
+
+/// A shard's consumer-group service: its coordinator (the pure state machine) and the I/O
+/// around it, on the shard's `__consumer_offsets` partitions.
 pub struct GroupService {
     coordinator: RefCell<GroupCoordinator>,
+    /// Group records are acks=all writes; with this set they are also fsynced first.
+    fsync_on_acks_all: bool,
     waiting: RefCell<HashMap<Token, local_oneshot::Sender<Reply>>>,
     next_token: Cell<Token>,
     /// `__consumer_offsets` partitions loaded (or loading) into the coordinator, each with
@@ -68,9 +87,10 @@ pub struct GroupService {
 }
 
 impl GroupService {
-    pub fn new(config: GroupConfig) -> GroupService {
+    pub fn new(config: GroupConfig, fsync_on_acks_all: bool) -> GroupService {
         GroupService {
             coordinator: RefCell::new(GroupCoordinator::new(config)),
+            fsync_on_acks_all,
             waiting: RefCell::new(HashMap::new()),
             next_token: Cell::new(0),
             loaded: RefCell::new(HashMap::new()),
@@ -91,98 +111,98 @@ impl GroupService {
     }
 }
 
-impl Shard {
+impl GroupService {
     /// Runs a call on this shard's coordinator and waits for its reply (which may come after
     /// a rebalance completes or an append finishes).
-    pub(super) async fn run_group_call(self: &Rc<Self>, call: Call) -> Result<Reply, i16> {
-        if self.groups.closed.get() {
+    pub async fn run_call(
+        self: &Rc<Self>,
+        host: &Rc<dyn GroupHost>,
+        call: Call,
+    ) -> Result<Reply, i16> {
+        if self.closed.get() {
             return Err(ResponseError::NotCoordinator.code());
         }
-        let token = self.groups.next_token.get();
-        self.groups.next_token.set(token + 1);
+        let token = self.next_token.get();
+        self.next_token.set(token + 1);
         let (tx, rx) = local_oneshot::channel();
-        self.groups.waiting.borrow_mut().insert(token, tx);
+        self.waiting.borrow_mut().insert(token, tx);
         let out = self
-            .groups
             .coordinator
             .borrow_mut()
             .handle(token, call, runtime::now_ms());
-        self.apply_group_output(out);
+        self.apply_output(host, out);
         rx.await.ok_or(ResponseError::NotCoordinator.code())
     }
 
     /// Sends the replies that are ready and starts the appends the coordinator asked for.
-    fn apply_group_output(self: &Rc<Self>, out: Output) {
-        self.groups.rearm.notify();
+    fn apply_output(self: &Rc<Self>, host: &Rc<dyn GroupHost>, out: Output) {
+        self.rearm.notify();
         for (token, reply) in out.replies {
-            if let Some(tx) = self.groups.waiting.borrow_mut().remove(&token) {
+            if let Some(tx) = self.waiting.borrow_mut().remove(&token) {
                 tx.send(reply);
             }
         }
         for append in out.appends {
             *self
-                .groups
                 .appends_in_flight
                 .borrow_mut()
                 .entry(append.partition)
                 .or_default() += 1;
-            let shard = Rc::clone(self);
+            let service = Rc::clone(self);
+            let host = Rc::clone(host);
             runtime::spawn_detached(async move {
                 let id = append.id;
                 let partition = append.partition;
                 // Wait out a compaction in arrival order: records must reach the log in
                 // the order the coordinator emitted them.
-                if shard.groups.compacting.borrow().contains(&partition) {
+                if service.compacting.borrow().contains(&partition) {
                     let (tx, rx) = local_oneshot::channel();
-                    shard.groups.after_compaction.borrow_mut().push(tx);
+                    service.after_compaction.borrow_mut().push(tx);
                     rx.await;
                 }
-                let ok = match shard.append_group_records(partition, &append.records).await {
+                let ok = match service
+                    .append_records(&*host, partition, &append.records)
+                    .await
+                {
                     Ok(_) => true,
                     Err(e) => {
                         tracing::error!(partition, error = %e, "could not append to {OFFSETS_TOPIC}");
                         false
                     }
                 };
-                shard.finish_group_append(partition);
-                let out =
-                    shard
-                        .groups
-                        .coordinator
-                        .borrow_mut()
-                        .append_done(id, ok, runtime::now_ms());
-                shard.apply_group_output(out);
+                service.finish_append(partition);
+                let out = service
+                    .coordinator
+                    .borrow_mut()
+                    .append_done(id, ok, runtime::now_ms());
+                service.apply_output(&host, out);
             });
         }
     }
 
-    fn finish_group_append(&self, partition: i32) {
-        if let Some(n) = self
-            .groups
-            .appends_in_flight
-            .borrow_mut()
-            .get_mut(&partition)
-        {
+    fn finish_append(&self, partition: i32) {
+        if let Some(n) = self.appends_in_flight.borrow_mut().get_mut(&partition) {
             *n = n.saturating_sub(1);
         }
     }
 
     /// Appends records as one batch (uncompressed, so tools can read them); returns the batch's
     /// base offset.
-    async fn append_group_records(
+    async fn append_records(
         &self,
+        host: &dyn GroupHost,
         partition: i32,
         records: &[OffsetsRecord],
     ) -> Result<i64, GroupAppendError> {
-        let p = self
-            .partition(OFFSETS_TOPIC, partition)
+        let p = host
+            .offsets_partition(partition)
             .ok_or(GroupAppendError::NotOwned(partition))?;
         let now = runtime::now_ms();
         let batch = build_batch(records, now)?;
         // In cluster mode only the leader writes, at its epoch, and a commit is acks=all:
         // answered once the in-sync replicas have it (Kafka's offsets.commit.required.acks).
         let options = p
-            .leader_append_options(self.config.fsync_on_acks_all, now)
+            .leader_append_options(self.fsync_on_acks_all, now)
             .map_err(|e| GroupAppendError::Replication(e.message))?;
         let epoch = p.leading_epoch();
         let info = p.log.append(&batch, options).await?;
@@ -194,61 +214,28 @@ impl Shard {
         Ok(info.base_offset)
     }
 
-    /// Shard 0 at startup: creates `__consumer_offsets` if it does not exist yet (Kafka creates
-    /// it on the first FindCoordinator; creating it up front means the first consumer does
-    /// not wait for it). `replication_factor` -1: `default.replication.factor`.
-    pub async fn ensure_offsets_topic(self: &Rc<Self>, replication_factor: i32) {
-        if self.id != 0 || self.metadata().topic(OFFSETS_TOPIC).is_some() {
-            return;
-        }
-        let mut configs = std::collections::BTreeMap::new();
-        // Small segments: compaction (a rewrite of the live state) frees space by dropping
-        // whole segments.
-        configs.insert(
-            "segment.bytes".to_string(),
-            OFFSETS_SEGMENT_BYTES.to_string(),
-        );
-        let partitions = self.config.group.offsets_partitions;
-        let created = self
-            .admin(super::messages::AdminOp::CreateTopic {
-                name: OFFSETS_TOPIC.to_string(),
-                replication_factor,
-                assignment: None,
-                partitions,
-                configs,
-                validate_only: false,
-            })
-            .await;
-        match created {
-            Ok(_) => tracing::info!(partitions, "created {OFFSETS_TOPIC}"),
-            // Cluster mode: another broker's attempt committed first.
-            Err(e) if e.code == crate::protocol::ResponseError::TopicAlreadyExists.code() => {
-                tracing::debug!("{OFFSETS_TOPIC} was created by another broker")
-            }
-            Err(e) => {
-                tracing::error!(code = e.code, error = %e.message, "could not create {OFFSETS_TOPIC}; consumer groups are unavailable")
-            }
-        }
-    }
-
     /// Shutdown: answers every waiting call (a pending JoinGroup may otherwise wait minutes)
     /// with NOT_COORDINATOR, so clients look for the coordinator again, and refuses new ones.
-    pub fn close_groups(&self) {
-        self.groups.closed.set(true);
+    pub fn close(&self) {
+        self.closed.set(true);
         // Dropping the senders resolves each waiter with an error.
-        self.groups.waiting.borrow_mut().clear();
+        self.waiting.borrow_mut().clear();
     }
 
     /// Drives the coordinator's timers until the shard stops.
-    pub fn spawn_group_ticker(self: &Rc<Self>, stopping: impl Fn() -> bool + 'static) {
-        let shard = Rc::clone(self);
+    pub fn spawn_ticker(
+        self: &Rc<Self>,
+        host: Rc<dyn GroupHost>,
+        stopping: impl Fn() -> bool + 'static,
+    ) {
+        let service = Rc::clone(self);
         runtime::spawn_detached(async move {
             while !stopping() {
                 // Sleep until the coordinator's next deadline, or until a call, an append
                 // outcome or a load changed what that deadline is. Notifications before this
                 // point are reflected in the deadline read now.
-                shard.groups.rearm.forget_pending();
-                let next = shard.groups.coordinator.borrow().next_deadline();
+                service.rearm.forget_pending();
+                let next = service.coordinator.borrow().next_deadline();
                 let wait = next.map(|at| at.saturating_sub(runtime::now_ms()).max(0) as u64);
                 if wait != Some(0) {
                     let sleep = async {
@@ -259,7 +246,7 @@ impl Shard {
                         false
                     };
                     let changed = async {
-                        shard.groups.rearm.notified().await;
+                        service.rearm.notified().await;
                         true
                     };
                     if futures_lite::future::or(sleep, changed).await {
@@ -269,12 +256,8 @@ impl Shard {
                         runtime::sleep(REARM_COALESCE).await;
                     }
                 }
-                let out = shard
-                    .groups
-                    .coordinator
-                    .borrow_mut()
-                    .tick(runtime::now_ms());
-                shard.apply_group_output(out);
+                let out = service.coordinator.borrow_mut().tick(runtime::now_ms());
+                service.apply_output(&host, out);
             }
         });
     }
@@ -282,38 +265,36 @@ impl Shard {
     /// Loads every owned `__consumer_offsets` partition not loaded yet: replays its records
     /// into the coordinator. Groups of a partition answer COORDINATOR_LOAD_IN_PROGRESS until
     /// its load finished.
-    pub(super) async fn load_group_partitions(self: &Rc<Self>) {
-        let loads = self.begin_group_loads();
-        self.finish_group_loads(loads).await;
+    pub async fn load_partitions(&self, host: &dyn GroupHost) {
+        let loads = self.begin_loads(host);
+        self.finish_loads(host, loads).await;
     }
 
-    /// The first half of [`Shard::load_group_partitions`], at once: the partitions to load
+    /// The first half of [`GroupService::load_partitions`], at once: the partitions to load
     /// are marked loading (their groups answer COORDINATOR_LOAD_IN_PROGRESS, not
     /// NOT_COORDINATOR, from now on). Returns them with their load numbers.
-    pub(super) fn begin_group_loads(&self) -> Vec<(i32, u64)> {
-        if let Some(partitions) = super::group_routing::offsets_partition_count(&self.metadata()) {
-            self.groups
-                .coordinator
+    pub fn begin_loads(&self, host: &dyn GroupHost) -> Vec<(i32, u64)> {
+        if let Some(partitions) = host.offsets_partition_count() {
+            self.coordinator
                 .borrow_mut()
                 .set_offsets_partitions(partitions);
         }
         // In cluster mode a partition's groups are served where it is led (a follower's copy
         // is loaded when it becomes leader, after it has replicated what it could).
-        let mut owned: Vec<i32> = self
-            .owned_partitions()
+        let mut owned: Vec<i32> = host
+            .offsets_partitions()
             .iter()
-            .filter(|p| p.topic == OFFSETS_TOPIC)
             .filter(|p| !p.is_replicated() || p.leading_epoch().is_some())
             .map(|p| p.index)
-            .filter(|i| !self.groups.loaded.borrow().contains_key(i))
+            .filter(|i| !self.loaded.borrow().contains_key(i))
             .collect();
         owned.sort_unstable();
         let mut loads = Vec::with_capacity(owned.len());
         for index in owned {
-            let load = self.groups.next_load.get() + 1;
-            self.groups.next_load.set(load);
-            self.groups.loaded.borrow_mut().insert(index, load);
-            self.groups.coordinator.borrow_mut().begin_load(index);
+            let load = self.next_load.get() + 1;
+            self.next_load.set(load);
+            self.loaded.borrow_mut().insert(index, load);
+            self.coordinator.borrow_mut().begin_load(index);
             loads.push((index, load));
         }
         loads
@@ -321,12 +302,12 @@ impl Shard {
 
     /// Whether `load` of `index` is still the partition's current one.
     fn load_current(&self, index: i32, load: u64) -> bool {
-        self.groups.loaded.borrow().get(&index) == Some(&load)
+        self.loaded.borrow().get(&index) == Some(&load)
     }
 
-    /// The second half of [`Shard::load_group_partitions`]: replays the partitions
-    /// [`Shard::begin_group_loads`] marked, one after another.
-    pub(super) async fn finish_group_loads(self: &Rc<Self>, loads: Vec<(i32, u64)>) {
+    /// The second half of [`GroupService::load_partitions`]: replays the partitions
+    /// [`GroupService::begin_loads`] marked, one after another.
+    pub async fn finish_loads(&self, host: &dyn GroupHost, loads: Vec<(i32, u64)>) {
         for (index, load) in loads {
             if !self.load_current(index, load) {
                 continue;
@@ -334,7 +315,7 @@ impl Shard {
             let started = std::time::Instant::now();
             let mut replayed = Replayed::default();
             if let Err(e) = self
-                .replay_group_partition(index, load, &mut replayed)
+                .replay_partition(host, index, load, &mut replayed)
                 .await
             {
                 // The data that could be read is loaded; serving the rest beats refusing
@@ -354,13 +335,13 @@ impl Shard {
                 );
             }
             {
-                let mut coordinator = self.groups.coordinator.borrow_mut();
+                let mut coordinator = self.coordinator.borrow_mut();
                 if !replayed.complete {
                     coordinator.load_incomplete(index);
                 }
                 coordinator.finish_load(index, runtime::now_ms());
             }
-            self.groups.rearm.notify();
+            self.rearm.notify();
             if replayed.records > 0 {
                 tracing::info!(
                     partition = index,
@@ -375,28 +356,29 @@ impl Shard {
     /// This broker stopped leading `index`: its groups are dropped from the coordinator
     /// (waiting joins and syncs get NOT_COORDINATOR) and loaded again from the log if it
     /// leads the partition again.
-    pub(super) fn unload_group_partition(self: &Rc<Self>, index: i32) {
-        if self.groups.loaded.borrow_mut().remove(&index).is_none() {
+    pub fn unload_partition(self: &Rc<Self>, host: &Rc<dyn GroupHost>, index: i32) {
+        if self.loaded.borrow_mut().remove(&index).is_none() {
             return;
         }
         tracing::info!(
             partition = index,
             "no longer coordinating the groups of {OFFSETS_TOPIC} partition"
         );
-        let out = self.groups.coordinator.borrow_mut().unload(index);
-        self.apply_group_output(out);
+        let out = self.coordinator.borrow_mut().unload(index);
+        self.apply_output(host, out);
     }
 
     /// Replays the partition into the coordinator, counting into `replayed` as it goes (an
     /// error leaves what was replayed before it).
-    async fn replay_group_partition(
+    async fn replay_partition(
         &self,
+        host: &dyn GroupHost,
         index: i32,
         load: u64,
         replayed: &mut Replayed,
     ) -> Result<(), GroupAppendError> {
-        let p = self
-            .partition(OFFSETS_TOPIC, index)
+        let p = host
+            .offsets_partition(index)
             .ok_or(GroupAppendError::NotOwned(index))?;
         let mut offset = p.log.offsets().log_start_offset;
         replayed.complete = true;
@@ -432,7 +414,7 @@ impl Shard {
                 }
                 match decoded {
                     Ok(records) => {
-                        let mut coordinator = self.groups.coordinator.borrow_mut();
+                        let mut coordinator = self.coordinator.borrow_mut();
                         for r in records {
                             let Some(key) = r.key.as_deref() else {
                                 continue;
@@ -463,34 +445,31 @@ impl Shard {
     /// loading fast). Skips a partition while appends to it are in flight (their records are
     /// not in the coordinator's state yet) and one loaded in part (the records not loaded
     /// are in no state at all): neither may be dropped.
-    pub(super) async fn compact_group_partitions(self: &Rc<Self>) {
-        let candidates: Vec<i32> = self
-            .owned_partitions()
+    pub async fn compact_partitions(&self, host: &dyn GroupHost) {
+        let candidates: Vec<i32> = host
+            .offsets_partitions()
             .iter()
-            .filter(|p| {
-                p.topic == OFFSETS_TOPIC && p.log.offsets().size_bytes >= COMPACT_AFTER_BYTES
-            })
+            .filter(|p| p.log.offsets().size_bytes >= COMPACT_AFTER_BYTES)
             .map(|p| p.index)
             .collect();
         for index in candidates {
             let busy = self
-                .groups
                 .appends_in_flight
                 .borrow()
                 .get(&index)
                 .copied()
                 .unwrap_or(0)
                 > 0;
-            if busy || !self.groups.loaded.borrow().contains_key(&index) {
+            if busy || !self.loaded.borrow().contains_key(&index) {
                 continue;
             }
-            let Some(records) = self.groups.coordinator.borrow().snapshot_records(index) else {
+            let Some(records) = self.coordinator.borrow().snapshot_records(index) else {
                 continue;
             };
-            self.groups.compacting.borrow_mut().insert(index);
-            let result = self.rewrite_group_partition(index, records).await;
-            self.groups.compacting.borrow_mut().remove(&index);
-            for waiter in self.groups.after_compaction.borrow_mut().drain(..) {
+            self.compacting.borrow_mut().insert(index);
+            let result = self.rewrite_partition(host, index, records).await;
+            self.compacting.borrow_mut().remove(&index);
+            for waiter in self.after_compaction.borrow_mut().drain(..) {
                 waiter.send(());
             }
             if let Err(e) = result {
@@ -499,13 +478,14 @@ impl Shard {
         }
     }
 
-    async fn rewrite_group_partition(
+    async fn rewrite_partition(
         &self,
+        host: &dyn GroupHost,
         index: i32,
         records: Vec<OffsetsRecord>,
     ) -> Result<(), GroupAppendError> {
-        let p = self
-            .partition(OFFSETS_TOPIC, index)
+        let p = host
+            .offsets_partition(index)
             .ok_or(GroupAppendError::NotOwned(index))?;
         let keep_from = p.log.offsets().written_end_offset;
         // One append of all batches: the rewrite lands whole or not at all.

@@ -82,7 +82,7 @@ pub struct Shard {
     /// Shard 0 applies admin changes one at a time (a cancelled change leaves the section).
     admin: Exclusive,
     /// The coordinator of the groups whose `__consumer_offsets` partitions this shard owns.
-    groups: group_service::GroupService,
+    pub groups: Rc<group_service::GroupService>,
     /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
     producer_ids: crate::idempotence::producer_ids::ProducerIdAllocator,
     /// Bytes of Produce requests held on this shard (`ringbroker.produce.memory.max.bytes`):
@@ -131,6 +131,7 @@ impl Shard {
             }
         };
         let config_group = config.group.clone();
+        let fsync_on_acks_all = config.fsync_on_acks_all;
         let produce_memory = MemoryBudget::new(config.produce_memory_limit());
         let fetch_session_slots = config.fetch_session_cache_slots;
         let shard = Rc::new(Shard {
@@ -145,7 +146,10 @@ impl Shard {
             pending: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
             admin: Exclusive::new(),
-            groups: group_service::GroupService::new(config_group),
+            groups: Rc::new(group_service::GroupService::new(
+                config_group,
+                fsync_on_acks_all,
+            )),
             producer_ids: crate::idempotence::producer_ids::ProducerIdAllocator::new(),
             produce_memory,
             fetch_sessions: RefCell::new(fetch_session::FetchSessions::new(
@@ -165,7 +169,7 @@ impl Shard {
         // The offline ones are told to the other shards once the mesh is served
         // (`publish_offline_partitions`).
         let (mut recovery, _offline) = shard.open_owned_logs(&meta).await;
-        shard.load_group_partitions().await;
+        shard.groups.load_partitions(&*shard).await;
         recovery.took = started.elapsed();
         Ok((shard, inboxes, recovery))
     }
@@ -266,7 +270,9 @@ impl Shard {
         match request {
             ShardRequest::Partitions(request) => self.execute_partition_request(request).await,
             ShardRequest::Metadata(request) => self.execute_metadata_request(request).await,
-            ShardRequest::Group(call) => ShardReply::Group(self.run_group_call(call).await),
+            ShardRequest::Group(call) => {
+                ShardReply::Group(self.groups.run_call(&self.group_host(), call).await)
+            }
             ShardRequest::AllocateProducerIdBlock => {
                 ShardReply::ProducerIdBlock(self.allocate_producer_id_block().await)
             }
@@ -593,7 +599,7 @@ impl Shard {
         if !offline.is_empty() {
             self.tell_offline(offline).await;
         }
-        self.load_group_partitions().await;
+        self.groups.load_partitions(&**self).await;
     }
 
     /// Periodic work: flush.ms (checked every time), and of the `jobs` due retention and
@@ -606,7 +612,7 @@ impl Shard {
             ..
         } = jobs;
         if retention_due {
-            self.compact_group_partitions().await;
+            self.groups.compact_partitions(&**self).await;
         }
         let producer_id_expiration_ms = self.effective_config().producer_id_expiration_ms;
         for p in self.owned_partitions() {

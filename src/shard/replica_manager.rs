@@ -171,7 +171,7 @@ pub(super) async fn apply_roles(
             let leader = state.leader.filter(|l| *l != manager.me);
             p.follow(leader, state.leader_epoch);
             if offsets {
-                shard.unload_group_partition(p.index);
+                shard.groups.unload_partition(&shard.group_host(), p.index);
             }
             if let Some(leader) = leader {
                 ensure_fetcher(shard, manager, leader);
@@ -198,10 +198,10 @@ pub(super) async fn apply_roles(
         // The coordinator moves with the leadership: groups of newly led partitions are
         // loading (COORDINATOR_LOAD_IN_PROGRESS) before the metadata names this broker,
         // and load in the background.
-        let loads = shard.begin_group_loads();
+        let loads = shard.groups.begin_loads(&**shard);
         if !loads.is_empty() {
-            let shard = Rc::clone(shard);
-            runtime::spawn_detached(async move { shard.finish_group_loads(loads).await });
+            let (groups, host) = (Rc::clone(&shard.groups), shard.group_host());
+            runtime::spawn_detached(async move { groups.finish_loads(&*host, loads).await });
         }
     }
 }
