@@ -14,10 +14,18 @@
 //! before. Then it produces more, commits, restarts once more (with one shard more, so that
 //! partitions and groups move between shards) and checks that everything is still there.
 //!
+//! `datadir-cluster-<commit>.tar.gz` holds the data directories of a three-node cluster
+//! (controller and broker on each: the metadata quorum's log, `meta.properties`, replicated
+//! partitions at RF 3): the nodes reopen on the controller ports they were written with (the
+//! quorum keeps its voters' addresses in its log), and the replicas, the cluster id, the topics,
+//! configs, records and committed offsets are checked the same way, then a record more on every
+//! partition and a restart of the three.
+//!
 //! Regenerate (adds a fixture named after the current commit; never replace an old one):
 //!
 //! ```sh
 //! cargo test --test datadir_compat -- --ignored --nocapture write_single_node_fixture
+//! cargo test --test datadir_compat -- --ignored --nocapture write_cluster_fixture
 //! ```
 //!
 //! The generator runs today's broker binary (the one cargo builds for this test), creates the
@@ -25,6 +33,7 @@
 //! directory (docs/testing.md, "Data-directory fixtures").
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,6 +43,8 @@ use kafka_protocol::messages::describe_configs_request::{
 };
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResponse;
 use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
 };
@@ -43,7 +54,7 @@ use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::join_group_response::JoinGroupResponse;
 use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
 use kafka_protocol::messages::list_groups_response::ListGroupsResponse;
-use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -63,6 +74,7 @@ use ringbroker::protocol::record_batch::{BatchHeader, Compression};
 use serde::{Deserialize, Serialize};
 
 mod broker;
+use broker::cluster;
 use broker::{
     fetch_request, join_group_request, s, topic_name, until_coordinator_ready, Broker, Client,
 };
@@ -466,21 +478,95 @@ fn idempotent_batch(pid: i64, epoch: i16, seq: i32, values: &[String], ts: i64) 
     b.build()
 }
 
+/// Where requests go: the broker's nodes; partition requests to the partition's leader, group
+/// requests to the group's coordinator (one node: itself).
+struct Route {
+    nodes: Vec<SocketAddr>,
+}
+
+impl Route {
+    fn any(&self) -> Client {
+        Client::connect(self.nodes[0])
+    }
+
+    /// A connection to the leader of `topic`-`partition`, as Metadata names it.
+    fn leader(&self, topic: &str, partition: i32) -> Client {
+        let mut t = MetadataRequestTopic::default();
+        t.name = Some(topic_name(topic));
+        let mut req = MetadataRequest::default();
+        req.topics = Some(vec![t]);
+        let resp: MetadataResponse = self.any().call(ApiKey::Metadata, 12, &req);
+        let p = resp.topics[0]
+            .partitions
+            .iter()
+            .find(|p| p.partition_index == partition)
+            .unwrap_or_else(|| panic!("{topic}-{partition} in Metadata"));
+        let b = resp
+            .brokers
+            .iter()
+            .find(|b| b.node_id == p.leader_id)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{topic}-{partition}: no endpoint of leader {:?}",
+                    p.leader_id
+                )
+            });
+        Client::connect(
+            format!("{}:{}", b.host, b.port)
+                .parse()
+                .expect("a socket address"),
+        )
+    }
+
+    /// A connection to the coordinator of `group` (FindCoordinator v4).
+    fn coordinator(&self, group: &str) -> Client {
+        let mut c = self.any();
+        let addr: SocketAddr = until_coordinator_ready(|| {
+            let mut req = FindCoordinatorRequest::default();
+            req.key_type = 0;
+            req.coordinator_keys = vec![s(group)];
+            let resp: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 4, &req);
+            let found = &resp.coordinators[0];
+            if found.error_code != 0 {
+                return Err(found.error_code);
+            }
+            Ok(format!("{}:{}", found.host, found.port)
+                .parse()
+                .expect("a socket address"))
+        });
+        Client::connect(addr)
+    }
+
+    /// The groups every node lists.
+    fn groups(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .nodes
+            .iter()
+            .flat_map(|n| list_groups(&mut Client::connect(*n)))
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // What a broker answers about its data: the manifest's contents
 // ---------------------------------------------------------------------------------------------
 
-/// The topics part of a manifest, as `c`'s broker answers it now.
-fn observe_topics(c: &mut Client) -> BTreeMap<String, TopicManifest> {
+/// The topics part of a manifest, as the broker answers it now.
+fn observe_topics(route: &Route) -> BTreeMap<String, TopicManifest> {
+    let mut c = route.any();
     let mut out = BTreeMap::new();
-    for (name, (id, internal, count)) in all_topics(c) {
+    for (name, (id, internal, count)) in all_topics(&mut c) {
         let mut partitions = Vec::new();
         for p in 0..count as i32 {
-            let (log_start, log_end) = log_bounds(c, &name, p);
+            let mut leader = route.leader(&name, p);
+            let (log_start, log_end) = log_bounds(&mut leader, &name, p);
             let (records, digest, codecs) = if internal {
                 (None, None, None)
             } else {
-                let d = read_partition(c, &name, p, log_start, log_end);
+                let d = read_partition(&mut leader, &name, p, log_start, log_end);
                 (Some(d.records), Some(d.hex()), Some(d.codecs.clone()))
             };
             partitions.push(PartitionManifest {
@@ -495,7 +581,7 @@ fn observe_topics(c: &mut Client) -> BTreeMap<String, TopicManifest> {
         let dynamic_configs = if internal {
             BTreeMap::new()
         } else {
-            dynamic_configs(c, &name)
+            dynamic_configs(&mut c, &name)
         };
         out.insert(
             name,
@@ -510,13 +596,14 @@ fn observe_topics(c: &mut Client) -> BTreeMap<String, TopicManifest> {
     out
 }
 
-fn observe_groups(
-    c: &mut Client,
-    groups: &[String],
-) -> BTreeMap<String, BTreeMap<String, Committed>> {
-    groups
-        .iter()
-        .map(|g| (g.clone(), committed_offsets(c, g)))
+fn observe_groups(route: &Route) -> BTreeMap<String, BTreeMap<String, Committed>> {
+    route
+        .groups()
+        .into_iter()
+        .map(|g| {
+            let offsets = committed_offsets(&mut route.coordinator(&g), &g);
+            (g, offsets)
+        })
         .collect()
 }
 
@@ -750,16 +837,18 @@ fn write_single_node_fixture() {
     }
 
     // What the broker answers now is the manifest.
-    let groups = list_groups(&mut c);
+    let route = Route {
+        nodes: vec![broker.addr],
+    };
     let manifest = Manifest {
         written_by: described,
         generator: "cargo test --test datadir_compat -- --ignored write_single_node_fixture"
             .to_string(),
         shards: 2,
         settings: SETTINGS.iter().map(|s| s.to_string()).collect(),
-        topics: observe_topics(&mut c),
+        topics: observe_topics(&route),
         deleted_topics: vec!["gone".to_string()],
-        groups: observe_groups(&mut c, &groups),
+        groups: observe_groups(&route),
         producers,
         highest_producer_id: pid.max(other),
     };
@@ -821,24 +910,11 @@ fn pack(data: &Path, tarball: &Path) {
     }
     files.sort();
     for path in files {
-        let rel = path.strip_prefix(data).expect("under data");
-        let meta = std::fs::metadata(&path).expect("metadata");
-        let mut header = tar::Header::new_gnu();
-        header.set_mode(if meta.is_dir() { 0o755 } else { 0o644 });
-        header.set_mtime(0);
-        header.set_uid(0);
-        header.set_gid(0);
-        if meta.is_dir() {
-            header.set_entry_type(tar::EntryType::Directory);
-            header.set_size(0);
-            tar.append_data(&mut header, rel, std::io::empty())
-                .expect("append a directory");
-        } else {
-            header.set_entry_type(tar::EntryType::Regular);
-            header.set_size(meta.len());
-            let f = std::fs::File::open(&path).expect("open");
-            tar.append_data(&mut header, rel, f).expect("append a file");
-        }
+        append(
+            &mut tar,
+            &path,
+            path.strip_prefix(data).expect("under data"),
+        );
     }
     tar.into_inner()
         .expect("finish the tar")
@@ -902,8 +978,17 @@ fn check_single_node_fixture(tarball: &Path, manifest: &Manifest) {
         broker.restart();
     }
 
+    let route = Route {
+        nodes: vec![broker.addr],
+    };
+    check_against(
+        &what,
+        &route,
+        &manifest.deleted_topics,
+        &manifest.topics,
+        &manifest.groups,
+    );
     let mut c = broker.client();
-    check_against(&what, &mut c, manifest, &manifest.topics, &manifest.groups);
     check_producers(&what, &mut c, manifest);
 
     // The directory stays usable: more records, another commit, and a restart.
@@ -955,26 +1040,28 @@ fn check_single_node_fixture(tarball: &Path, manifest: &Manifest) {
     // With another shard count, partitions and groups move to other shards.
     broker.set_shards(manifest.shards + 1);
     broker.restart();
-    let mut c = broker.client();
-    check_against(&what, &mut c, manifest, &topics, &groups);
-    drop(c);
+    let route = Route {
+        nodes: vec![broker.addr],
+    };
+    check_against(&what, &route, &manifest.deleted_topics, &topics, &groups);
     broker.stop_cleanly();
 }
 
-/// Checks what `c`'s broker answers against `topics` and `groups` (a `None` digest: records
-/// counted only) and the manifest's deleted topics.
+/// Checks what the broker answers against `topics` and `groups` (a `None` digest: records
+/// counted only) and the `deleted` topics.
 fn check_against(
     what: &str,
-    c: &mut Client,
-    manifest: &Manifest,
+    route: &Route,
+    deleted: &[String],
     topics: &BTreeMap<String, TopicManifest>,
     groups: &BTreeMap<String, BTreeMap<String, Committed>>,
 ) {
-    let seen = all_topics(c);
+    let mut c = route.any();
+    let seen = all_topics(&mut c);
     let names: Vec<&String> = seen.keys().collect();
     let expected: Vec<&String> = topics.keys().collect();
     assert_eq!(names, expected, "{what}: the topics");
-    for gone in &manifest.deleted_topics {
+    for gone in deleted {
         assert_eq!(
             c.topic_metadata(gone).0,
             ResponseError::UnknownTopicOrPartition.code(),
@@ -990,14 +1077,15 @@ fn check_against(
         );
         if !t.internal {
             assert_eq!(
-                dynamic_configs(c, name),
+                dynamic_configs(&mut c, name),
                 t.dynamic_configs,
                 "{what}: {name}: configs with source DYNAMIC_TOPIC_CONFIG"
             );
         }
         for p in &t.partitions {
             let at = format!("{what}: {name}-{}", p.partition);
-            let (start, end) = log_bounds(c, name, p.partition);
+            let mut leader = route.leader(name, p.partition);
+            let (start, end) = log_bounds(&mut leader, name, p.partition);
             if t.internal {
                 // The coordinator's own records: it appends one when the session of a member
                 // loaded from the log ends (~10 s after the start), but loses none.
@@ -1014,7 +1102,7 @@ fn check_against(
                 (p.log_start, p.log_end),
                 "{at}: log start and end offsets"
             );
-            let d = read_partition(c, name, p.partition, p.log_start, p.log_end);
+            let d = read_partition(&mut leader, name, p.partition, p.log_start, p.log_end);
             assert_eq!(Some(d.records), p.records, "{at}: records");
             if let Some(digest) = &p.digest {
                 assert_eq!(&d.hex(), digest, "{at}: digest of the records");
@@ -1024,7 +1112,7 @@ fn check_against(
             }
         }
     }
-    let listed = list_groups(c);
+    let listed = route.groups();
     let expected: Vec<&String> = groups.keys().collect();
     assert_eq!(
         listed.iter().collect::<Vec<_>>(),
@@ -1033,7 +1121,7 @@ fn check_against(
     );
     for (group, offsets) in groups {
         assert_eq!(
-            &committed_offsets(c, group),
+            &committed_offsets(&mut route.coordinator(group), group),
             offsets,
             "{what}: offsets committed by {group}"
         );
@@ -1081,4 +1169,457 @@ fn check_producers(what: &str, c: &mut Client, manifest: &Manifest) {
         "{what}: a new producer id ({fresh}) after {} was handed out",
         manifest.highest_producer_id
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A cluster node's data directory
+// ---------------------------------------------------------------------------------------------
+
+const CLUSTER_PREFIX: &str = "datadir-cluster-";
+
+/// The controller listeners of the fixture's three nodes. They are fixed: the metadata quorum
+/// keeps its voters' addresses in its log, and a voter reopened on other ports would call the
+/// old ones. Below the ports the cluster tests take (`broker::cluster::free_ports`) and the
+/// kernel's ephemeral range.
+const CLUSTER_CONTROLLER_PORTS: [u16; 3] = [21191, 21192, 21193];
+
+const CLUSTER_SETTINGS: &[&str] = &[
+    "group.initial.rebalance.delay.ms=0",
+    "offsets.topic.num.partitions=2",
+];
+
+/// What the three nodes answered before they stopped.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct ClusterManifest {
+    written_by: String,
+    generator: String,
+    /// Node i+1's controller listener; the fixture opens only on these.
+    controller_ports: Vec<u16>,
+    settings: Vec<String>,
+    cluster_id: String,
+    /// Each partition's replicas, by topic.
+    replicas: BTreeMap<String, Vec<Vec<i32>>>,
+    topics: BTreeMap<String, TopicManifest>,
+    deleted_topics: Vec<String>,
+    groups: BTreeMap<String, BTreeMap<String, Committed>>,
+}
+
+/// Node settings: fixed controller ports, the Kafka listeners on free ports.
+fn cluster_node_settings(controller_ports: &[u16], kafka_ports: &[u16]) -> Vec<Vec<String>> {
+    let voters = (0..3)
+        .map(|i| format!("{}@127.0.0.1:{}", i + 1, controller_ports[i]))
+        .collect::<Vec<_>>()
+        .join(",");
+    (0..3)
+        .map(|i| {
+            let mut s =
+                cluster::settings(i as i32 + 1, kafka_ports[i], controller_ports[i], &voters);
+            s.extend(CLUSTER_SETTINGS.iter().map(|s| s.to_string()));
+            s
+        })
+        .collect()
+}
+
+/// Holds the fixture's controller ports for this process: an exclusive lock on a file named
+/// after them, taken (bounded wait) before the ports are used and released on drop, so that two
+/// runs of this test on one machine (two worktrees, say) take turns.
+struct PortsLock(#[allow(dead_code)] std::fs::File);
+
+impl PortsLock {
+    fn take(ports: &[u16]) -> PortsLock {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join(format!(
+            "ringbroker-datadir-compat-ports-{}.lock",
+            ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join("-")
+        ));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .expect("the ports' lock file");
+        for _ in 0..(2 * cluster::MAX_POLLS) {
+            // SAFETY: flock(2) on a descriptor this function owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                wait_ports_free(ports);
+                return PortsLock(file);
+            }
+            std::thread::sleep(cluster::POLL);
+        }
+        panic!("{} stays locked by another run", path.display());
+    }
+}
+
+/// Waits (bounded) until `ports` can be bound: another process may hold one for a moment.
+fn wait_ports_free(ports: &[u16]) {
+    for _ in 0..cluster::MAX_POLLS {
+        if ports
+            .iter()
+            .all(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        {
+            return;
+        }
+        std::thread::sleep(cluster::POLL);
+    }
+    panic!("the fixture's controller ports {ports:?} stay taken");
+}
+
+/// Every partition of every topic (internal ones too) led, with all three replicas in sync,
+/// as every node tells it; the replicas by topic.
+fn wait_all_led(nodes: &[cluster::Node]) -> BTreeMap<String, Vec<Vec<i32>>> {
+    let mut last = None;
+    for _ in 0..cluster::MAX_POLLS {
+        let seen: Vec<Option<MetadataResponse>> = nodes
+            .iter()
+            .map(|n| {
+                std::net::TcpStream::connect_timeout(&n.addr, cluster::POLL).ok()?;
+                let mut req = MetadataRequest::default();
+                req.topics = None;
+                Some(Client::connect(n.addr).call(ApiKey::Metadata, 12, &req))
+            })
+            .collect();
+        if let Some(Some(first)) = seen.first() {
+            let ok = first.brokers.len() == 3
+                && first.topics.iter().all(|t| {
+                    t.error_code == 0
+                        && t.partitions.iter().all(|p| {
+                            p.error_code == 0 && p.leader_id.0 > 0 && p.isr_nodes.len() == 3
+                        })
+                });
+            let replicas: BTreeMap<String, Vec<Vec<i32>>> = first
+                .topics
+                .iter()
+                .map(|t| {
+                    let mut ps: Vec<_> = t.partitions.iter().collect();
+                    ps.sort_by_key(|p| p.partition_index);
+                    (
+                        t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(),
+                        ps.iter()
+                            .map(|p| p.replica_nodes.iter().map(|b| b.0).collect())
+                            .collect(),
+                    )
+                })
+                .collect();
+            let agreed = seen.iter().all(|m| {
+                m.as_ref()
+                    .is_some_and(|m| m.topics.len() == first.topics.len() && m.brokers.len() == 3)
+            });
+            if ok && agreed {
+                return replicas;
+            }
+            last = Some(replicas);
+        }
+        std::thread::sleep(cluster::POLL);
+    }
+    panic!("not every partition led with 3 in sync; last seen replicas {last:?}");
+}
+
+/// SIGTERM to the three at once (a node stopped alone last would wait for a quorum that is
+/// gone), then a bounded wait for each; every one must exit 0.
+fn stop_all(nodes: &mut [cluster::Node]) {
+    for n in nodes.iter() {
+        n.signal(libc::SIGTERM);
+    }
+    for n in nodes.iter_mut() {
+        let status = n.wait_exit();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "node {} stopped with {status:?}:\n{}",
+            n.id,
+            n.log_tail()
+        );
+    }
+}
+
+fn cluster_id(route: &Route) -> String {
+    let resp: MetadataResponse =
+        route
+            .any()
+            .call(ApiKey::Metadata, 12, &MetadataRequest::default());
+    resp.cluster_id.map(|c| c.to_string()).unwrap_or_default()
+}
+
+/// Writes `tests/fixtures/datadir-cluster-<commit>.{tar.gz,json}`: three nodes (controller and
+/// broker each) of today's broker.
+#[test]
+#[ignore = "writes a new fixture: run by hand when the on-disk format changes"]
+fn write_cluster_fixture() {
+    let head = git(&["rev-parse", "--short=7", "HEAD"]);
+    let root = tempfile::tempdir().expect("tempdir");
+    let _ports = PortsLock::take(&CLUSTER_CONTROLLER_PORTS);
+    let kafka_ports = cluster::free_ports(3);
+    let settings = cluster_node_settings(&CLUSTER_CONTROLLER_PORTS, &kafka_ports);
+    let mut nodes: Vec<cluster::Node> = (0..3)
+        .map(|i| cluster::start_node(root.path(), i as i32 + 1, &settings[i]))
+        .collect();
+    cluster::wait_for(&nodes, &[0, 1, 2], "three brokers and a controller", |m| {
+        cluster::broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
+    });
+    let route = Route {
+        nodes: nodes.iter().map(|n| n.addr).collect(),
+    };
+    let mut c = route.any();
+    for (name, partitions, configs) in [
+        ("orders", 3, vec![]),
+        (
+            "profiles",
+            2,
+            vec![
+                ("cleanup.policy", "compact"),
+                ("retention.ms", "-1"),
+                ("segment.bytes", "1024"),
+                ("max.message.bytes", "65536"),
+            ],
+        ),
+        ("gone", 1, vec![]),
+    ] {
+        let r = c.try_create_replicated_topic(name, partitions, 3, &configs, false);
+        assert_eq!(r.error_code, 0, "create {name}: {:?}", r.error_message);
+    }
+    wait_all_led(&nodes);
+    let codecs = [Compression::None, Compression::Gzip, Compression::Zstd];
+    for round in 0..4i64 {
+        for (topic, partitions) in [("orders", 3), ("profiles", 2), ("gone", 1)] {
+            for p in 0..partitions {
+                let keys: Vec<String> =
+                    (0..4).map(|i| format!("{topic}-{p}-{round}-{i}")).collect();
+                let value = format!("{topic} value {}", "v".repeat(100));
+                let recs: Vec<Rec> = (0..4)
+                    .map(|i| {
+                        (
+                            Some(keys[i].as_bytes()),
+                            Some(value.as_bytes()),
+                            TS + round * 100 + i as i64,
+                            vec![("h", keys[i].as_bytes())],
+                        )
+                    })
+                    .collect();
+                let codec = codecs[(round as usize + p as usize) % codecs.len()];
+                produce_ok(
+                    &mut route.leader(topic, p),
+                    topic,
+                    p,
+                    batch_of(&recs, codec),
+                );
+            }
+        }
+    }
+    let (code, low) = route.leader("orders", 2).delete_records("orders", 2, 5);
+    assert_eq!((code, low), (0, 5), "DeleteRecords orders-2");
+    commit(
+        &mut route.coordinator("cluster-readers"),
+        "cluster-readers",
+        -1,
+        "",
+        &[
+            ("orders", 0, 16, "o0"),
+            ("orders", 2, 9, ""),
+            ("profiles", 1, 12, "p1"),
+        ],
+    );
+    commit(
+        &mut route.coordinator("other-readers"),
+        "other-readers",
+        -1,
+        "",
+        &[("orders", 1, 4, "x")],
+    );
+    let (code, _) = c.delete_topic(Some("gone"), uuid::Uuid::nil());
+    assert_eq!(code, 0, "DeleteTopics gone");
+    cluster::wait_for(&nodes, &[0, 1, 2], "gone deleted everywhere", |m| {
+        m.topics
+            .iter()
+            .all(|t| t.name.as_ref().is_none_or(|n| n.0.as_str() != "gone"))
+    });
+    let replicas = wait_all_led(&nodes);
+    let manifest = ClusterManifest {
+        written_by: git(&["rev-parse", "HEAD"]),
+        generator: "cargo test --test datadir_compat -- --ignored write_cluster_fixture"
+            .to_string(),
+        controller_ports: CLUSTER_CONTROLLER_PORTS.to_vec(),
+        settings: CLUSTER_SETTINGS.iter().map(|s| s.to_string()).collect(),
+        cluster_id: cluster_id(&route),
+        replicas,
+        topics: observe_topics(&route),
+        deleted_topics: vec!["gone".to_string()],
+        groups: observe_groups(&route),
+    };
+    drop(c);
+    stop_all(&mut nodes);
+
+    let name = format!("{CLUSTER_PREFIX}{head}");
+    let tarball = Path::new(FIXTURES).join(format!("{name}.tar.gz"));
+    assert!(
+        !tarball.exists(),
+        "{} exists: a fixture is never replaced",
+        tarball.display()
+    );
+    pack_dirs(root.path(), &["data-1", "data-2", "data-3"], &tarball);
+    let json = serde_json::to_string_pretty(&manifest).expect("manifest json");
+    std::fs::write(
+        Path::new(FIXTURES).join(format!("{name}.json")),
+        json + "\n",
+    )
+    .expect("write the manifest");
+    eprintln!(
+        "wrote {} ({} bytes) and its manifest",
+        tarball.display(),
+        std::fs::metadata(&tarball).expect("tarball").len()
+    );
+}
+
+#[test]
+fn cluster_data_dirs_of_earlier_releases_open_intact() {
+    let mut found = 0;
+    for entry in std::fs::read_dir(FIXTURES).expect("tests/fixtures") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let Some(stem) = name
+            .strip_prefix(CLUSTER_PREFIX)
+            .and_then(|n| n.strip_suffix(".tar.gz"))
+        else {
+            continue;
+        };
+        let json = Path::new(FIXTURES).join(format!("{CLUSTER_PREFIX}{stem}.json"));
+        let text =
+            std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{}: {e}", json.display()));
+        let manifest: ClusterManifest = serde_json::from_str(&text).expect("a manifest");
+        check_cluster_fixture(&path, &manifest);
+        found += 1;
+    }
+    assert!(found > 0, "no cluster fixture under {FIXTURES}");
+}
+
+fn check_cluster_fixture(tarball: &Path, manifest: &ClusterManifest) {
+    let what = tarball.file_name().unwrap().to_string_lossy().to_string();
+    let root = tempfile::tempdir().expect("tempdir");
+    unpack(tarball, root.path());
+    let _ports = PortsLock::take(&manifest.controller_ports);
+    let kafka_ports = cluster::free_ports(3);
+    let mut settings = cluster_node_settings(&manifest.controller_ports, &kafka_ports);
+    for s in &mut settings {
+        s.retain(|x| !CLUSTER_SETTINGS.contains(&x.as_str()));
+        s.extend(manifest.settings.iter().cloned());
+    }
+    let mut nodes: Vec<cluster::Node> = (0..3)
+        .map(|i| cluster::start_node(root.path(), i as i32 + 1, &settings[i]))
+        .collect();
+    let replicas = wait_all_led(&nodes);
+    assert_eq!(
+        replicas, manifest.replicas,
+        "{what}: the replicas of each partition"
+    );
+    let route = Route {
+        nodes: nodes.iter().map(|n| n.addr).collect(),
+    };
+    assert_eq!(
+        cluster_id(&route),
+        manifest.cluster_id,
+        "{what}: cluster id"
+    );
+    check_against(
+        &what,
+        &route,
+        &manifest.deleted_topics,
+        &manifest.topics,
+        &manifest.groups,
+    );
+    // Still usable: a record more on every partition, at the end the manifest names, and all
+    // of it there after a restart of the three.
+    let mut expected = manifest.topics.clone();
+    for (name, t) in expected.iter_mut().filter(|(_, t)| !t.internal) {
+        for p in &mut t.partitions {
+            // A key: a compacted topic refuses records without one.
+            let base = produce_ok(
+                &mut route.leader(name, p.partition),
+                name,
+                p.partition,
+                batch_of(
+                    &[(Some(b"k"), Some(b"after"), TS, vec![])],
+                    Compression::None,
+                ),
+            );
+            assert_eq!(
+                base, p.log_end,
+                "{what}: {name}-{}: appended at",
+                p.partition
+            );
+            p.log_end += 1;
+            p.records = p.records.map(|r| r + 1);
+            p.digest = None;
+            p.codecs = None;
+        }
+    }
+    stop_all(&mut nodes);
+    let mut nodes: Vec<cluster::Node> = (0..3)
+        .map(|i| cluster::start_node(root.path(), i as i32 + 1, &settings[i]))
+        .collect();
+    wait_all_led(&nodes);
+    let route = Route {
+        nodes: nodes.iter().map(|n| n.addr).collect(),
+    };
+    check_against(
+        &what,
+        &route,
+        &manifest.deleted_topics,
+        &expected,
+        &manifest.groups,
+    );
+    stop_all(&mut nodes);
+}
+
+/// Appends `path` as `rel`: no owner, no time, mode 644 or 755.
+fn append<W: std::io::Write>(tar: &mut tar::Builder<W>, path: &Path, rel: &Path) {
+    let meta = std::fs::metadata(path).expect("metadata");
+    let mut header = tar::Header::new_gnu();
+    header.set_mode(if meta.is_dir() { 0o755 } else { 0o644 });
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    if meta.is_dir() {
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_size(0);
+        tar.append_data(&mut header, rel, std::io::empty())
+            .expect("append a directory");
+    } else {
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(meta.len());
+        let f = std::fs::File::open(path).expect("open");
+        tar.append_data(&mut header, rel, f).expect("append a file");
+    }
+}
+
+/// Packs the directories `dirs` of `base` (paths relative to `base`) into a gzip'ed tarball.
+fn pack_dirs(base: &Path, dirs: &[&str], tarball: &Path) {
+    let file = std::fs::File::create(tarball).expect("create the tarball");
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+    let mut tar = tar::Builder::new(gz);
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| base.join(d)).collect();
+    files.extend(stack.iter().cloned());
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path.clone());
+            }
+            files.push(path);
+        }
+    }
+    files.sort();
+    for path in files {
+        append(
+            &mut tar,
+            &path,
+            path.strip_prefix(base).expect("under base"),
+        );
+    }
+    tar.into_inner()
+        .expect("finish the tar")
+        .finish()
+        .expect("finish the gzip");
 }
