@@ -83,7 +83,8 @@ class Broker:
         listen = f"127.0.0.1:{self.port}"
         adv = ["--set", f"advertised.listeners=127.0.0.1:{self.adv_port}"]
         where = ["--listen", listen] + adv if self.listen_flag else ["--set", f"listeners={listen}"] + adv
-        return [args.bin, "serve", *where, "--data-dir", self.data_dir, "--shards", "2"]
+        return [args.bin, "serve", *where, "--data-dir", self.data_dir, "--shards", "2",
+                "--set", "ringbroker.metrics.listen=none"]
 
     def start(self, rebind_s=30):
         """Starts the broker; while the port is still held by a killed predecessor ("Address

@@ -133,8 +133,10 @@ can_connect() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # was accepted (the line is the readiness signal scripts wait for).
 start_broker() {
   local port=$1 dir=$2 log=$WORK/$3 i
+  # No metrics endpoint: the default port (9644) is one per machine, and another broker there
+  # (a second suite, a developer's broker) would make this one refuse to start.
   "$BIN" serve --listen "127.0.0.1:$port" --data-dir "$dir" --shards 2 ${BROKER_SETS[@]+"${BROKER_SETS[@]}"} \
-    >"$log.out" 2>"$log.err" &
+    --set ringbroker.metrics.listen=none >"$log.out" 2>"$log.err" &
   LAST_PID=$!
   READY_AT_LINE=0
   for i in $(seq 1 1000); do
