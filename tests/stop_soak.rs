@@ -25,8 +25,8 @@ use kafka_protocol::messages::ApiKey;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 
 use broker::cluster::{
-    free_ports, settings_with_metrics, start_node, topic_partitions, voters, wait_for, Node,
-    MAX_POLLS, POLL,
+    broker_ids, free_ports, settings_with_metrics, start_node, topic_partitions, voters, wait_for,
+    Node, MAX_POLLS, POLL,
 };
 use broker::cpu_load::CpuLoad;
 use broker::{Broker, Client};
@@ -112,8 +112,10 @@ fn load_thread(work: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
         .expect("spawn a load thread")
 }
 
-/// A long poll at the end of the idle partition, sent and not yet answered.
-fn send_long_poll(addr: SocketAddr) -> (Client, i32) {
+/// A long poll at the end of the idle partition, sent and not yet answered. If `addr` does
+/// not serve the partition within the bound, the failure shows `report()` (what every node
+/// says of the partition, and their logs).
+fn send_long_poll(addr: SocketAddr, report: impl FnOnce() -> String) -> (Client, i32) {
     let mut c = Client::connect(addr);
     // A restarted leader may not serve the partition yet (its role comes a moment after the
     // metadata says so).
@@ -126,12 +128,85 @@ fn send_long_poll(addr: SocketAddr) -> (Client, i32) {
         fetched = c.fetch(TOPIC, IDLE_PARTITION, 0);
     }
     let (code, _, end, _) = fetched;
-    assert_eq!(code, 0, "fetch the idle partition");
+    if code != 0 {
+        panic!(
+            "{addr} did not serve {TOPIC}-{IDLE_PARTITION} within {:?} (error {code})\n{}",
+            POLL * MAX_POLLS as u32,
+            report()
+        );
+    }
     let mut req = broker::fetch_request(TOPIC, &[(IDLE_PARTITION, end)], 1 << 20, 1 << 20);
     req.max_wait_ms = 60_000;
     req.min_bytes = 1;
     let correlation = c.send(ApiKey::Fetch, 11, &req);
     (c, correlation)
+}
+
+/// What each node says of topic [`TOPIC`] (per partition: leader, leader epoch, ISR) and of
+/// the live brokers, then each node's log of its current life: why a partition had no
+/// serving leader.
+fn cluster_report(nodes: &[Node]) -> String {
+    let mut out = String::new();
+    for n in nodes {
+        // A node that went away mid-answer is a line of the report, not a second panic.
+        let view = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let brokers = n.metadata().map(|m| broker_ids(&m));
+            let partitions = topic_partitions(n, TOPIC).map(|ps| {
+                ps.iter()
+                    .map(|p| {
+                        let isr: Vec<i32> = p.isr_nodes.iter().map(|b| b.0).collect();
+                        format!(
+                            "p{} leader {} epoch {} isr {isr:?} error {}",
+                            p.partition_index, p.leader_id.0, p.leader_epoch, p.error_code
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            });
+            format!("live brokers {brokers:?}; {TOPIC}: {partitions:?}")
+        }))
+        .unwrap_or_else(|_| "no answer".into());
+        out.push_str(&format!("node {} ({}): {view}\n", n.id, n.addr));
+    }
+    for n in nodes {
+        out.push_str(&format!(
+            "--- node {} since its last start (without openraft's lines):\n{}\n",
+            n.id,
+            this_life_log(n)
+        ));
+    }
+    out
+}
+
+/// The last lines of `node`'s log since it last started (the file holds every cycle's
+/// lives), without openraft's, whose vote and replication retries would fill a tail, and
+/// with repeats counted. (Each node's raw tail is printed when it is dropped in the panic.)
+fn this_life_log(node: &Node) -> String {
+    const LINES: usize = 80;
+    let log = std::fs::read(&node.log).unwrap_or_default();
+    let log = String::from_utf8_lossy(&log);
+    let life = log
+        .rfind("ringbroker::server: starting")
+        .and_then(|at| log[..at].rfind('\n'))
+        .map_or(&log[..], |at| &log[at + 1..]);
+    // A line repeating the one before but for its time (a registration retried every 50 ms)
+    // is counted, not shown.
+    let text = |l: &str| l.split_once(' ').map_or(l, |(_, rest)| rest).to_owned();
+    let mut lines: Vec<(String, usize)> = Vec::new();
+    for l in life.lines().filter(|l| !l.contains("openraft")) {
+        match lines.last_mut() {
+            Some((last, n)) if text(last) == text(l) => *n += 1,
+            _ => lines.push((l.to_owned(), 0)),
+        }
+    }
+    lines[lines.len().saturating_sub(LINES)..]
+        .iter()
+        .map(|(l, again)| match again {
+            0 => l.clone(),
+            n => format!("{l} (and {n} more times)"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Whether the broker answered the long poll (rather than closing the connection on it).
@@ -208,7 +283,7 @@ fn sigterm_stops_a_busy_single_node_broker() {
         }
         let leaders = vec![broker.addr; PARTITIONS as usize];
         let live = Live::start(&leaders, broker.metrics_addr);
-        let (poll, poll_id) = send_long_poll(broker.addr);
+        let (poll, poll_id) = send_long_poll(broker.addr, || broker.log());
         let (join, join_id) = send_held_join(&[broker.addr]);
         std::thread::sleep(Duration::from_millis(100));
 
@@ -295,7 +370,8 @@ fn sigterm_stops_every_node_of_a_busy_cluster() {
         let leaders = leaders.expect("every partition led with three replicas in sync");
         let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
         let live = Live::start(&leaders, Some(metrics));
-        let (poll, poll_id) = send_long_poll(leaders[IDLE_PARTITION as usize]);
+        let (poll, poll_id) =
+            send_long_poll(leaders[IDLE_PARTITION as usize], || cluster_report(&nodes));
         let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.addr).collect();
         let (join, join_id) = send_held_join(&addrs);
         std::thread::sleep(Duration::from_millis(200));
