@@ -112,34 +112,91 @@ fn load_thread(work: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
         .expect("spawn a load thread")
 }
 
-/// A long poll at the end of the idle partition, sent and not yet answered. If `addr` does
-/// not serve the partition within the bound, the failure shows `report()` (what every node
-/// says of the partition, and their logs).
-fn send_long_poll(addr: SocketAddr, report: impl FnOnce() -> String) -> (Client, i32) {
-    let mut c = Client::connect(addr);
-    // A restarted leader may not serve the partition yet (its role comes a moment after the
-    // metadata says so).
-    let mut fetched = c.fetch(TOPIC, IDLE_PARTITION, 0);
+/// A node that leads a partition, as some node's metadata names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Leader {
+    id: i32,
+    epoch: i32,
+    addr: SocketAddr,
+}
+
+/// A long poll at the end of the idle partition, sent to its leader and not yet answered.
+///
+/// `leader()` is asked before every try, as a Kafka client refreshes its metadata after
+/// NOT_LEADER_OR_FOLLOWER: leadership may move after the metadata was read. (Seen: a node
+/// restarted serves the metadata of its previous life at first, which can name a leader with
+/// every replica in sync; a node whose previous registration was left unfenced at the stop
+/// registers again once the new controller's grace ran out, which fences the old
+/// registration and moves its leaderships to another replica in sync, where they stay.)
+/// Fails, showing what it was told and `report()`, if no leader serves the partition within
+/// [`MAX_POLLS`] tries.
+fn send_long_poll(
+    mut leader: impl FnMut() -> Option<Leader>,
+    report: impl FnOnce() -> String,
+) -> (Client, i32) {
+    let started = Instant::now();
+    let mut connected: Option<(SocketAddr, Client)> = None;
+    // Each change of (leader named, its answer).
+    let mut seen: Vec<(Duration, Option<Leader>, Option<i16>)> = Vec::new();
     for _ in 0..MAX_POLLS {
-        if fetched.0 == 0 {
-            break;
+        let named = leader();
+        let mut answer = None;
+        if let Some(l) = named {
+            if connected.as_ref().is_none_or(|(addr, _)| *addr != l.addr) {
+                connected = Some((l.addr, Client::connect(l.addr)));
+            }
+            let (_, c) = connected.as_mut().expect("connected");
+            let (code, _, end, _) = c.fetch(TOPIC, IDLE_PARTITION, 0);
+            if code == 0 {
+                let mut req =
+                    broker::fetch_request(TOPIC, &[(IDLE_PARTITION, end)], 1 << 20, 1 << 20);
+                req.max_wait_ms = 60_000;
+                req.min_bytes = 1;
+                let correlation = c.send(ApiKey::Fetch, 11, &req);
+                let (_, c) = connected.expect("connected");
+                return (c, correlation);
+            }
+            answer = Some(code);
+        }
+        if seen
+            .last()
+            .is_none_or(|(_, l, a)| (*l, *a) != (named, answer))
+        {
+            seen.push((started.elapsed(), named, answer));
         }
         std::thread::sleep(POLL);
-        fetched = c.fetch(TOPIC, IDLE_PARTITION, 0);
     }
-    let (code, _, end, _) = fetched;
-    if code != 0 {
-        panic!(
-            "{addr} did not serve {TOPIC}-{IDLE_PARTITION} within {:?} (error {code})\n{}",
-            POLL * MAX_POLLS as u32,
-            report()
-        );
-    }
-    let mut req = broker::fetch_request(TOPIC, &[(IDLE_PARTITION, end)], 1 << 20, 1 << 20);
-    req.max_wait_ms = 60_000;
-    req.min_bytes = 1;
-    let correlation = c.send(ApiKey::Fetch, 11, &req);
-    (c, correlation)
+    let seen: Vec<String> = seen
+        .iter()
+        .map(|(at, named, answer)| match (named, answer) {
+            (Some(l), Some(code)) => format!(
+                "  +{at:.1?}: node {} ({}) named leader at epoch {}, answered error {code}",
+                l.id, l.addr, l.epoch
+            ),
+            _ => format!("  +{at:.1?}: no leader named"),
+        })
+        .collect();
+    panic!(
+        "no leader served {TOPIC}-{IDLE_PARTITION} within {MAX_POLLS} tries {POLL:?} apart:\n{}\n{}",
+        seen.join("\n"),
+        report()
+    );
+}
+
+/// The leader of `partition` of [`TOPIC`] as node 1's metadata names it (another node's while
+/// node 1 names none).
+fn partition_leader(nodes: &[Node], partition: i32) -> Option<Leader> {
+    nodes.iter().find_map(|n| {
+        let p = topic_partitions(n, TOPIC)?
+            .into_iter()
+            .find(|p| p.partition_index == partition)?;
+        let leader = nodes.iter().find(|l| l.id == p.leader_id.0)?;
+        Some(Leader {
+            id: leader.id,
+            epoch: p.leader_epoch,
+            addr: leader.addr,
+        })
+    })
 }
 
 /// What each node says of topic [`TOPIC`] (per partition: leader, leader epoch, ISR) and of
@@ -283,7 +340,15 @@ fn sigterm_stops_a_busy_single_node_broker() {
         }
         let leaders = vec![broker.addr; PARTITIONS as usize];
         let live = Live::start(&leaders, broker.metrics_addr);
-        let (poll, poll_id) = send_long_poll(broker.addr, || broker.log());
+        let addr = broker.addr;
+        let only = move || {
+            Some(Leader {
+                id: 1,
+                epoch: -1,
+                addr,
+            })
+        };
+        let (poll, poll_id) = send_long_poll(only, || broker.log());
         let (join, join_id) = send_held_join(&[broker.addr]);
         std::thread::sleep(Duration::from_millis(100));
 
@@ -370,8 +435,11 @@ fn sigterm_stops_every_node_of_a_busy_cluster() {
         let leaders = leaders.expect("every partition led with three replicas in sync");
         let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
         let live = Live::start(&leaders, Some(metrics));
-        let (poll, poll_id) =
-            send_long_poll(leaders[IDLE_PARTITION as usize], || cluster_report(&nodes));
+        // Node 1's metadata again at every try: the leaders found above may have moved since.
+        let (poll, poll_id) = send_long_poll(
+            || partition_leader(&nodes, IDLE_PARTITION),
+            || cluster_report(&nodes),
+        );
         let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.addr).collect();
         let (join, join_id) = send_held_join(&addrs);
         std::thread::sleep(Duration::from_millis(200));
