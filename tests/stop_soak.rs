@@ -227,7 +227,7 @@ fn cluster_report(nodes: &[Node]) -> String {
     }
     for n in nodes {
         out.push_str(&format!(
-            "--- node {} since its last start (without openraft's lines):\n{}\n",
+            "--- node {} since its last start (some lines left out):\n{}\n",
             n.id,
             this_life_log(n)
         ));
@@ -236,8 +236,9 @@ fn cluster_report(nodes: &[Node]) -> String {
 }
 
 /// The last lines of `node`'s log since it last started (the file holds every cycle's
-/// lives), without openraft's, whose vote and replication retries would fill a tail, and
-/// with repeats counted. (Each node's raw tail is printed when it is dropped in the panic.)
+/// lives), without openraft's and the offsets topic's, whose vote and replication retries and
+/// 50 partitions' role and ISR changes would fill a tail, and with repeats counted. (Each
+/// node's raw tail is printed when it is dropped in the panic.)
 fn this_life_log(node: &Node) -> String {
     const LINES: usize = 80;
     let log = std::fs::read(&node.log).unwrap_or_default();
@@ -250,7 +251,12 @@ fn this_life_log(node: &Node) -> String {
     // is counted, not shown.
     let text = |l: &str| l.split_once(' ').map_or(l, |(_, rest)| rest).to_owned();
     let mut lines: Vec<(String, usize)> = Vec::new();
-    for l in life.lines().filter(|l| !l.contains("openraft")) {
+    let shown = |l: &&str| {
+        !["openraft", "__consumer_offsets", "group_service"]
+            .iter()
+            .any(|noise| l.contains(noise))
+    };
+    for l in life.lines().filter(shown) {
         match lines.last_mut() {
             Some((last, n)) if text(last) == text(l) => *n += 1,
             _ => lines.push((l.to_owned(), 0)),
