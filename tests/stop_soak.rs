@@ -25,8 +25,8 @@ use kafka_protocol::messages::ApiKey;
 use ringbroker::protocol::batch_builder::BatchBuilder;
 
 use broker::cluster::{
-    free_ports, settings_with_metrics, start_node, topic_partitions, voters, wait_for, Node,
-    MAX_POLLS, POLL,
+    broker_ids, free_ports, settings_with_metrics, start_node, topic_partitions, voters, wait_for,
+    Node, MAX_POLLS, POLL,
 };
 use broker::cpu_load::CpuLoad;
 use broker::{Broker, Client};
@@ -112,26 +112,164 @@ fn load_thread(work: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
         .expect("spawn a load thread")
 }
 
-/// A long poll at the end of the idle partition, sent and not yet answered.
-fn send_long_poll(addr: SocketAddr) -> (Client, i32) {
-    let mut c = Client::connect(addr);
-    // A restarted leader may not serve the partition yet (its role comes a moment after the
-    // metadata says so).
-    let mut fetched = c.fetch(TOPIC, IDLE_PARTITION, 0);
+/// A node that leads a partition, as some node's metadata names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Leader {
+    id: i32,
+    epoch: i32,
+    addr: SocketAddr,
+}
+
+/// A long poll at the end of the idle partition, sent to its leader and not yet answered.
+///
+/// `leader()` is asked before every try, as a Kafka client refreshes its metadata after
+/// NOT_LEADER_OR_FOLLOWER: leadership may move after the metadata was read. (Seen: a node
+/// restarted serves the metadata of its previous life at first, which can name a leader with
+/// every replica in sync; a node whose previous registration was left unfenced at the stop
+/// registers again once the new controller's grace ran out, which fences the old
+/// registration and moves its leaderships to another replica in sync, where they stay.)
+/// Fails, showing what it was told and `report()`, if no leader serves the partition within
+/// [`MAX_POLLS`] tries.
+fn send_long_poll(
+    mut leader: impl FnMut() -> Option<Leader>,
+    report: impl FnOnce() -> String,
+) -> (Client, i32) {
+    let started = Instant::now();
+    let mut connected: Option<(SocketAddr, Client)> = None;
+    // Each change of (leader named, its answer).
+    let mut seen: Vec<(Duration, Option<Leader>, Option<i16>)> = Vec::new();
     for _ in 0..MAX_POLLS {
-        if fetched.0 == 0 {
-            break;
+        let named = leader();
+        let mut answer = None;
+        if let Some(l) = named {
+            if connected.as_ref().is_none_or(|(addr, _)| *addr != l.addr) {
+                connected = Some((l.addr, Client::connect(l.addr)));
+            }
+            let (_, c) = connected.as_mut().expect("connected");
+            let (code, _, end, _) = c.fetch(TOPIC, IDLE_PARTITION, 0);
+            if code == 0 {
+                let mut req =
+                    broker::fetch_request(TOPIC, &[(IDLE_PARTITION, end)], 1 << 20, 1 << 20);
+                req.max_wait_ms = 60_000;
+                req.min_bytes = 1;
+                let correlation = c.send(ApiKey::Fetch, 11, &req);
+                let (_, c) = connected.expect("connected");
+                return (c, correlation);
+            }
+            answer = Some(code);
+        }
+        if seen
+            .last()
+            .is_none_or(|(_, l, a)| (*l, *a) != (named, answer))
+        {
+            seen.push((started.elapsed(), named, answer));
         }
         std::thread::sleep(POLL);
-        fetched = c.fetch(TOPIC, IDLE_PARTITION, 0);
     }
-    let (code, _, end, _) = fetched;
-    assert_eq!(code, 0, "fetch the idle partition");
-    let mut req = broker::fetch_request(TOPIC, &[(IDLE_PARTITION, end)], 1 << 20, 1 << 20);
-    req.max_wait_ms = 60_000;
-    req.min_bytes = 1;
-    let correlation = c.send(ApiKey::Fetch, 11, &req);
-    (c, correlation)
+    let seen: Vec<String> = seen
+        .iter()
+        .map(|(at, named, answer)| match (named, answer) {
+            (Some(l), Some(code)) => format!(
+                "  +{at:.1?}: node {} ({}) named leader at epoch {}, answered error {code}",
+                l.id, l.addr, l.epoch
+            ),
+            _ => format!("  +{at:.1?}: no leader named"),
+        })
+        .collect();
+    panic!(
+        "no leader served {TOPIC}-{IDLE_PARTITION} within {MAX_POLLS} tries {POLL:?} apart:\n{}\n{}",
+        seen.join("\n"),
+        report()
+    );
+}
+
+/// The leader of `partition` of [`TOPIC`] as node 1's metadata names it (another node's while
+/// node 1 names none).
+fn partition_leader(nodes: &[Node], partition: i32) -> Option<Leader> {
+    nodes.iter().find_map(|n| {
+        let p = topic_partitions(n, TOPIC)?
+            .into_iter()
+            .find(|p| p.partition_index == partition)?;
+        let leader = nodes.iter().find(|l| l.id == p.leader_id.0)?;
+        Some(Leader {
+            id: leader.id,
+            epoch: p.leader_epoch,
+            addr: leader.addr,
+        })
+    })
+}
+
+/// What each node says of topic [`TOPIC`] (per partition: leader, leader epoch, ISR) and of
+/// the live brokers, then each node's log of its current life: why a partition had no
+/// serving leader.
+fn cluster_report(nodes: &[Node]) -> String {
+    let mut out = String::new();
+    for n in nodes {
+        // A node that went away mid-answer is a line of the report, not a second panic.
+        let view = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let brokers = n.metadata().map(|m| broker_ids(&m));
+            let partitions = topic_partitions(n, TOPIC).map(|ps| {
+                ps.iter()
+                    .map(|p| {
+                        let isr: Vec<i32> = p.isr_nodes.iter().map(|b| b.0).collect();
+                        format!(
+                            "p{} leader {} epoch {} isr {isr:?} error {}",
+                            p.partition_index, p.leader_id.0, p.leader_epoch, p.error_code
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            });
+            format!("live brokers {brokers:?}; {TOPIC}: {partitions:?}")
+        }))
+        .unwrap_or_else(|_| "no answer".into());
+        out.push_str(&format!("node {} ({}): {view}\n", n.id, n.addr));
+    }
+    for n in nodes {
+        out.push_str(&format!(
+            "--- node {} since its last start (some lines left out):\n{}\n",
+            n.id,
+            this_life_log(n)
+        ));
+    }
+    out
+}
+
+/// The last lines of `node`'s log since it last started (the file holds every cycle's
+/// lives), without openraft's and the offsets topic's, whose vote and replication retries and
+/// 50 partitions' role and ISR changes would fill a tail, and with repeats counted. (Each
+/// node's raw tail is printed when it is dropped in the panic.)
+fn this_life_log(node: &Node) -> String {
+    const LINES: usize = 80;
+    let log = std::fs::read(&node.log).unwrap_or_default();
+    let log = String::from_utf8_lossy(&log);
+    let life = log
+        .rfind("ringbroker::server: starting")
+        .and_then(|at| log[..at].rfind('\n'))
+        .map_or(&log[..], |at| &log[at + 1..]);
+    // A line repeating the one before but for its time (a registration retried every 50 ms)
+    // is counted, not shown.
+    let text = |l: &str| l.split_once(' ').map_or(l, |(_, rest)| rest).to_owned();
+    let mut lines: Vec<(String, usize)> = Vec::new();
+    let shown = |l: &&str| {
+        !["openraft", "__consumer_offsets", "group_service"]
+            .iter()
+            .any(|noise| l.contains(noise))
+    };
+    for l in life.lines().filter(shown) {
+        match lines.last_mut() {
+            Some((last, n)) if text(last) == text(l) => *n += 1,
+            _ => lines.push((l.to_owned(), 0)),
+        }
+    }
+    lines[lines.len().saturating_sub(LINES)..]
+        .iter()
+        .map(|(l, again)| match again {
+            0 => l.clone(),
+            n => format!("{l} (and {n} more times)"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Whether the broker answered the long poll (rather than closing the connection on it).
@@ -208,7 +346,15 @@ fn sigterm_stops_a_busy_single_node_broker() {
         }
         let leaders = vec![broker.addr; PARTITIONS as usize];
         let live = Live::start(&leaders, broker.metrics_addr);
-        let (poll, poll_id) = send_long_poll(broker.addr);
+        let addr = broker.addr;
+        let only = move || {
+            Some(Leader {
+                id: 1,
+                epoch: -1,
+                addr,
+            })
+        };
+        let (poll, poll_id) = send_long_poll(only, || broker.log());
         let (join, join_id) = send_held_join(&[broker.addr]);
         std::thread::sleep(Duration::from_millis(100));
 
@@ -295,7 +441,11 @@ fn sigterm_stops_every_node_of_a_busy_cluster() {
         let leaders = leaders.expect("every partition led with three replicas in sync");
         let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
         let live = Live::start(&leaders, Some(metrics));
-        let (poll, poll_id) = send_long_poll(leaders[IDLE_PARTITION as usize]);
+        // Node 1's metadata again at every try: the leaders found above may have moved since.
+        let (poll, poll_id) = send_long_poll(
+            || partition_leader(&nodes, IDLE_PARTITION),
+            || cluster_report(&nodes),
+        );
         let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.addr).collect();
         let (join, join_id) = send_held_join(&addrs);
         std::thread::sleep(Duration::from_millis(200));
