@@ -58,7 +58,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "kgo: interrupted"; exit 130' INT TERM
 
-export GOFLAGS=-mod=readonly
+export GOFLAGS=-mod=readonly GO111MODULE=on
 export GOCACHE=${GOCACHE:-$WORK/go-cache}
 # The franz-go module's source, from the module cache or the proxy.
 if ! FRANZ=$(cd "$GOMOD" && timeout 300 go mod download -json github.com/twmb/franz-go 2>"$WORK/go-download.err" |
