@@ -7,7 +7,8 @@
 #   KGO_RUN=all ...                                    every test of the package (transactional
 #                                                      ones fail: no transactions, issue 33)
 #   RINGBROKER_BIN=path ...     the broker binary (default: target/release/ringbroker, built if missing)
-#   KGO_WORK=dir ...            where the broker's data, logs and the test binary go (default: a temp dir)
+#   KGO_WORK=dir ...            where the broker's data, logs and the test binary go (default: a temp
+#                               dir, removed after a run without failures unless KGO_KEEP=1)
 #   KGO_TIMEOUT=secs ...        bound of the whole go test run (default 600)
 #   KGO_TEST_RECORDS=N ...      records the ETL tests produce (default here 20000; the suite's own is 500000)
 #
@@ -45,6 +46,7 @@ if [ -n "${KGO_WORK:-}" ]; then
   mkdir -p "$WORK"
 else
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringbroker-kgo.XXXXXX")
+  OWN_WORK=1 # removed at the end unless something failed or KGO_KEEP=1
 fi
 BPID=
 cleanup() {
@@ -53,6 +55,9 @@ cleanup() {
     for _ in $(seq 1 200); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$BPID" 2>/dev/null
     wait "$BPID" 2>/dev/null
+  fi
+  if [ -n "${OWN_WORK:-}" ] && [ "$FAILED" -eq 0 ] && [ -z "${KGO_KEEP:-}" ]; then
+    rm -rf "$WORK"
   fi
 }
 trap cleanup EXIT
@@ -127,14 +132,18 @@ while read -r verdict name secs; do
     SKIP) echo "SKIP kgo: $name $secs" ;;
   esac
 done < <(sed -nE 's/^--- (PASS|FAIL|SKIP): (Test[^ ]*) (\(.*\))$/\1 \2 \3/p' "$WORK/kgo-test.log")
-if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-  running=$(grep -E '^=== (RUN|CONT) ' "$WORK/kgo-test.log" | tail -1 | awk '{print $3}')
-  if [[ $KGO_KNOWN_FAIL == *" ${running%%/*} "* ]]; then
-    KNOWN=$((KNOWN + 1))
-    echo "KNOWN-FAIL kgo: $running did not finish within ${LIMIT}s (needs transactions, issue 33)"
-  else
-    fail "go test timed out after ${LIMIT}s (last test started: $running)"
-  fi
+if [ $rc -eq 124 ] || [ $rc -eq 137 ] || grep -q '^panic: test timed out' "$WORK/kgo-test.log"; then
+  # go test's own bound (-test.timeout) lists the tests still running; the outer timeout does not.
+  running=$(sed -n '/^\trunning tests:/,/^$/p' "$WORK/kgo-test.log" | sed -nE 's/^\t\t(Test[^ /]*).*/\1/p' | sort -u | tr '\n' ' ')
+  [ -n "$running" ] || running=$(grep -E '^=== (RUN|CONT) ' "$WORK/kgo-test.log" | tail -1 | awk '{print $3}')
+  for name in $running; do
+    if [[ $KGO_KNOWN_FAIL == *" ${name%%/*} "* ]]; then
+      KNOWN=$((KNOWN + 1))
+      echo "KNOWN-FAIL kgo: $name did not finish within ${LIMIT}s (needs transactions, issue 33)"
+    else
+      fail "$name did not finish within ${LIMIT}s (go test timed out)"
+    fi
+  done
 elif [ $rc -ne 0 ] && [ $FAILED -eq 0 ]; then
   fail "go test exited $rc without a failing test: $(tail -5 "$WORK/kgo-test.log" | tr '\n' ' ')"
 fi

@@ -6,6 +6,8 @@
 #   bash tests/interop/run.sh            builds the release binary if needed, then runs everything
 #   RINGBROKER_BIN=path bash tests/interop/run.sh     use that binary instead of building
 #   INTEROP_VERBOSE=1 ...                 print every PASS line too (they are always in the logs)
+#   INTEROP_ONLY=go,go-modules,kgo-suite ...   run only these clients (run_client names); the broker
+#                                         start, refusal and restart checks always run
 #
 # Starts a broker (2 shards) on a free loopback port with a temp data dir, checks that a second
 # broker on the same data dir or port is refused, runs each client's `before` phase, restarts
@@ -88,7 +90,10 @@ fi
 [ -x "$BIN" ] || { fail "no broker binary at $BIN"; summary; exit 1; }
 # The rskafka failover client (examples/rskafka_failover.rs; rskafka is a dev-dependency), a debug
 # build: CI's `cargo test --examples` has built it already.
-if [ -n "${RSKAFKA_FAILOVER_BIN:-}" ]; then
+selected() { [ -z "${INTEROP_ONLY:-}" ] || [[ ",$INTEROP_ONLY," == *",$1,"* ]]; }
+if ! selected failover-rskafka; then
+  RSK_BIN=
+elif [ -n "${RSKAFKA_FAILOVER_BIN:-}" ]; then
   RSK_BIN=$RSKAFKA_FAILOVER_BIN
 elif cargo build --example rskafka_failover --quiet; then
   RSK_BIN=$(target_dir)/debug/examples/rskafka_failover
@@ -243,8 +248,9 @@ trap 'echo "interop: interrupted"; exit 130' INT TERM
 # run_client NAME TIMEOUT CMD...: runs a client script, echoes its non-PASS lines, counts its
 # PASS/FAIL/SKIP/KNOWN-FAIL lines. A script that fails without a FAIL line counts as one failure.
 run_client() {
-  local name=$1 limit=$2 log=$WORK/$1.log rc
+  local name=$1 limit=$2 log=$WORK/$1.log rc t0=$SECONDS
   shift 2
+  selected "$name" || return 0
   echo "== interop: $name"
   timeout "$limit" "$@" >"$log" 2>&1
   rc=$?
@@ -253,6 +259,7 @@ run_client() {
   else
     grep -E '^(FAIL|SKIP|KNOWN-FAIL|==) ' "$log"
   fi
+  echo "== interop: $name took $((SECONDS - t0))s"
   local p f
   p=$(grep -c '^PASS ' "$log")
   f=$(grep -c '^FAIL ' "$log")
