@@ -10,7 +10,7 @@
 #   KGO_WORK=dir ...            where the broker's data, logs and the test binary go (default: a temp
 #                               dir, removed after a run without failures unless KGO_KEEP=1)
 #   KGO_TIMEOUT=secs ...        bound of the whole go test run (default 600)
-#   KGO_TEST_RECORDS=N ...      records the ETL tests produce (default here 20000; the suite's own is 500000)
+#   KGO_TEST_RECORDS=N ...      records the ETL tests produce (default: the suite's own, 500000)
 #
 # Module source from the Go module proxy (go mod download; GOFLAGS=-mod=readonly), the test
 # binary built with `go test -c` under $KGO_WORK. Prints `PASS kgo: TestX (secs)`, `FAIL kgo:
@@ -115,7 +115,7 @@ RUN=${KGO_RUN:-$KGO_PASSING}
 LIMIT=${KGO_TIMEOUT:-600}
 echo "== kgo: go test -run '$RUN' against 127.0.0.1:$PORT (bound ${LIMIT}s)"
 # The test binary runs in the package directory (testdata, if any); KGO_TEST_RF=1: one broker.
-(cd "$FRANZ/pkg/kgo" && KGO_SEEDS=127.0.0.1:$PORT KGO_TEST_RF=1 KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-20000} \
+(cd "$FRANZ/pkg/kgo" && KGO_SEEDS=127.0.0.1:$PORT KGO_TEST_RF=1 KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-500000} \
   KGO_LOG_LEVEL=${KGO_LOG_LEVEL:-none} timeout -k 10 "$LIMIT" "$WORK/kgo.test" -test.run "$RUN" -test.v \
   -test.timeout "$((LIMIT - 5))s" -test.count 1 >"$WORK/kgo-test.log" 2>&1)
 rc=$?
