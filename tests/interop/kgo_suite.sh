@@ -93,6 +93,7 @@ PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 mkdir -p "$WORK/data"
 "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data" --shards 2 \
   --set group.initial.rebalance.delay.ms=200 --set group.min.session.timeout.ms=1000 \
+  --set ringbroker.metrics.listen=none \
   >"$WORK/broker.out" 2>"$WORK/broker.err" &
 BPID=$!
 ready=
