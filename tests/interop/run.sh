@@ -6,6 +6,8 @@
 #   bash tests/interop/run.sh            builds the release binary if needed, then runs everything
 #   RINGBROKER_BIN=path bash tests/interop/run.sh     use that binary instead of building
 #   INTEROP_VERBOSE=1 ...                 print every PASS line too (they are always in the logs)
+#   INTEROP_ONLY=go,go-modules,kgo-suite ...   run only these clients (run_client names); the broker
+#                                         start, refusal and restart checks always run
 #
 # Starts a broker (2 shards) on a free loopback port with a temp data dir, checks that a second
 # broker on the same data dir or port is refused, runs each client's `before` phase, restarts
@@ -18,10 +20,15 @@
 # makes the replication test a long run. replication_test.py runs twice more with kafkajs and
 # rskafka (examples/rskafka_failover.rs, built here in debug; RSKAFKA_FAILOVER_BIN=path uses that
 # binary) as the client, under kill -9 of partition leaders.
+# Current Go clients (IBM/sarama, segmentio/kafka-go, twmb/franz-go + kadm; tests/interop/gomod,
+# a Go module built in module mode, GOFLAGS=-mod=readonly, modules from the Go module proxy) run
+# next to Debian's, and franz-go's own kgo test suite (tests/interop/kgo_suite.sh, ~70 s) runs
+# with a broker of its own at the end; RINGBROKER_KGO_SUITE=0 leaves the latter out.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
 # Needs kcat, python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard, and
 # Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev,
-# node with tests/interop/kafkajs/node_modules (npm install there; .ci/run installs them all).
+# node with tests/interop/kafkajs/node_modules (npm install there; .ci/run installs them all),
+# and a Go at least as new as tests/interop/gomod/go.mod's go line, with the module proxy reachable.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -83,7 +90,10 @@ fi
 [ -x "$BIN" ] || { fail "no broker binary at $BIN"; summary; exit 1; }
 # The rskafka failover client (examples/rskafka_failover.rs; rskafka is a dev-dependency), a debug
 # build: CI's `cargo test --examples` has built it already.
-if [ -n "${RSKAFKA_FAILOVER_BIN:-}" ]; then
+selected() { [ -z "${INTEROP_ONLY:-}" ] || [[ ",$INTEROP_ONLY," == *",$1,"* ]]; }
+if ! selected failover-rskafka; then
+  RSK_BIN=
+elif [ -n "${RSKAFKA_FAILOVER_BIN:-}" ]; then
   RSK_BIN=$RSKAFKA_FAILOVER_BIN
 elif cargo build --example rskafka_failover --quiet; then
   RSK_BIN=$(target_dir)/debug/examples/rskafka_failover
@@ -96,6 +106,21 @@ GO_BIN=$WORK/interop-go
 if ! (cd "$HERE/go" && GO111MODULE=off GOPATH=$GOPATH_DEBIAN GOCACHE=$WORK/go-cache GOFLAGS= \
   go build -o "$GO_BIN" . >"$WORK/go-build.log" 2>&1); then
   fail "go build tests/interop/go: $(grep -v -e warning -e note: -e '^ ' "$WORK/go-build.log" | tail -3 | tr '\n' ' ')"
+fi
+# The current Go clients (tests/interop/gomod), in module mode: the versions pinned in its go.mod
+# and go.sum, from the Go module proxy (the module cache is the default one, so that a rerun
+# needs no download), the build cache under $WORK.
+GOMOD_BIN=$WORK/interop-gomod
+GOMOD_GO=$(sed -n 's/^go //p' "$HERE/gomod/go.mod")
+GO_HAVE=$(go env GOVERSION 2>/dev/null)
+GO_HAVE=${GO_HAVE#go}
+gomod() { (cd "$HERE/gomod" && GO111MODULE=on GOFLAGS=-mod=readonly GOCACHE=$WORK/go-cache "$@"); }
+if [ "$(printf '%s\n%s\n' "$GOMOD_GO" "${GO_HAVE:-0}" | sort -V | head -1)" != "$GOMOD_GO" ]; then
+  fail "tests/interop/gomod needs Go >= $GOMOD_GO (go.mod), the go on PATH is ${GO_HAVE:-missing} (.ci/run checks this)"
+elif ! gomod timeout 300 go mod download >"$WORK/gomod-download.log" 2>&1; then
+  fail "go mod download in tests/interop/gomod failed: is the Go module proxy ($(go env GOPROXY)) reachable? $(tail -2 "$WORK/gomod-download.log" | tr '\n' ' ')"
+elif ! gomod timeout 600 go build -o "$GOMOD_BIN" . >"$WORK/gomod-build.log" 2>&1; then
+  fail "go build tests/interop/gomod: $(tail -3 "$WORK/gomod-build.log" | tr '\n' ' ')"
 fi
 T_START=$(date +%s) # the suite's own time, without the build
 
@@ -225,8 +250,9 @@ trap 'echo "interop: interrupted"; exit 130' INT TERM
 # run_client NAME TIMEOUT CMD...: runs a client script, echoes its non-PASS lines, counts its
 # PASS/FAIL/SKIP/KNOWN-FAIL lines. A script that fails without a FAIL line counts as one failure.
 run_client() {
-  local name=$1 limit=$2 log=$WORK/$1.log rc
+  local name=$1 limit=$2 log=$WORK/$1.log rc t0=$SECONDS
   shift 2
+  selected "$name" || return 0
   echo "== interop: $name"
   timeout "$limit" "$@" >"$log" 2>&1
   rc=$?
@@ -235,6 +261,7 @@ run_client() {
   else
     grep -E '^(FAIL|SKIP|KNOWN-FAIL|==) ' "$log"
   fi
+  echo "== interop: $name took $((SECONDS - t0))s"
   local p f
   p=$(grep -c '^PASS ' "$log")
   f=$(grep -c '^FAIL ' "$log")
@@ -308,6 +335,10 @@ run_client kafka-python-before 120 python3 "$HERE/kafka_python_test.py" --bootst
 # Sarama 1.22 and kafka-go 0.2.1: the oldest request versions (Fetch v2/v3, CreateTopics v0/v1,
 # DescribeConfigs v0, OffsetCommit v1), every codec, a consumer group with its commits checked.
 [ -x "$GO_BIN" ] && run_client go 120 "$GO_BIN" -bootstrap "$B" -prefix go -timeout 30s
+# Sarama 1.61 (protocol 4.0), kafka-go 0.4.51, franz-go 1.22 + kadm: every codec read back
+# exactly (franz-go checks each batch's codec, the other clients' too), a consumer group that
+# commits, leaves and resumes at the commit, idempotent producers, kadm's admin calls.
+[ -x "$GOMOD_BIN" ] && run_client go-modules 180 "$GOMOD_BIN" -bootstrap "$B" -prefix gomod -timeout 30s
 # kafkajs 2: gzip and uncompressed produce, a committing consumer group checked with
 # fetchOffsets, list/describe topics and configs, delete.
 run_client kafkajs 120 node "$HERE/kafkajs/kafkajs_test.js" --bootstrap "$B" --prefix kafkajs --timeout-ms 30000
@@ -373,6 +404,11 @@ run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
 run_client failover-kafkajs 300 python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK" --client kafkajs
 [ -n "$RSK_BIN" ] && run_client failover-rskafka 300 \
   python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK" --client rskafka --client-bin "$RSK_BIN"
+# franz-go's own kgo tests, a broker of its own (logs and data in $WORK/kgo, checked for panics there).
+if [ "${RINGBROKER_KGO_SUITE:-1}" != 0 ]; then
+  run_client kgo-suite 720 env KGO_WORK="$WORK/kgo" RINGBROKER_BIN="$BIN" GOCACHE="$WORK/go-cache" \
+    KGO_TIMEOUT=600 bash "$HERE/kgo_suite.sh"
+fi
 check_no_panic
 summary
 [ "$FAILED" -eq 0 ]
