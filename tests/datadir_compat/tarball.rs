@@ -18,32 +18,7 @@ pub(crate) fn git(args: &[&str]) -> String {
 
 /// Packs `data` (paths relative to it, sorted, no owner or time) into a gzip'ed tarball.
 pub(crate) fn pack(data: &Path, tarball: &Path) {
-    let file = std::fs::File::create(tarball).expect("create the tarball");
-    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
-    let mut tar = tar::Builder::new(gz);
-    let mut stack = vec![data.to_path_buf()];
-    let mut files = Vec::new();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path.clone());
-            }
-            files.push(path);
-        }
-    }
-    files.sort();
-    for path in files {
-        append(
-            &mut tar,
-            &path,
-            path.strip_prefix(data).expect("under data"),
-        );
-    }
-    tar.into_inner()
-        .expect("finish the tar")
-        .finish()
-        .expect("finish the gzip");
+    write_tarball(data, walk(vec![data.to_path_buf()]), tarball);
 }
 
 pub(crate) fn unpack(tarball: &Path, into: &Path) {
@@ -76,12 +51,15 @@ pub(crate) fn append<W: std::io::Write>(tar: &mut tar::Builder<W>, path: &Path, 
 
 /// Packs the directories `dirs` of `base` (paths relative to `base`) into a gzip'ed tarball.
 pub(crate) fn pack_dirs(base: &Path, dirs: &[&str], tarball: &Path) {
-    let file = std::fs::File::create(tarball).expect("create the tarball");
-    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
-    let mut tar = tar::Builder::new(gz);
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| base.join(d)).collect();
-    files.extend(stack.iter().cloned());
+    let roots: Vec<PathBuf> = dirs.iter().map(|d| base.join(d)).collect();
+    let mut files = roots.clone();
+    files.extend(walk(roots));
+    write_tarball(base, files, tarball);
+}
+
+/// Everything under `roots` (not the roots themselves), depth first.
+fn walk(mut stack: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).expect("read_dir") {
             let path = entry.expect("entry").path();
@@ -91,6 +69,14 @@ pub(crate) fn pack_dirs(base: &Path, dirs: &[&str], tarball: &Path) {
             files.push(path);
         }
     }
+    files
+}
+
+/// Writes `files`, sorted, as paths relative to `base`: no owner, no time.
+fn write_tarball(base: &Path, mut files: Vec<PathBuf>, tarball: &Path) {
+    let file = std::fs::File::create(tarball).expect("create the tarball");
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+    let mut tar = tar::Builder::new(gz);
     files.sort();
     for path in files {
         append(
