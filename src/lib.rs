@@ -18,16 +18,17 @@
 //! 6. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
 //! 7. `controller`: the cluster controller's pure state machine, placement, election, Raft
 //! 8. `config`: the broker and topic property tables, their defaults, listing and dynamic changes
-//! 9. `client`: the project's own Kafka client (commands, bench)
-//! 10. `group`: the consumer group coordinator (pure) and its records
-//! 11. `idempotence`: producer-state tables, their snapshots, the producer-id allocator
-//! 12. `log`: the partition log (segments, indexes, group commit, recovery, retention)
-//! 13. `health`: slow-fsync and low-disk warnings
-//! 14. `metrics`: per-shard registries and their renderings (a leaf: nothing stateful)
-//! 15. `protocol`: the Kafka wire formats (frames, record batches, legacy message sets)
-//! 16. `runtime`: the only module that touches glommio (executors, mesh, timers, net, files)
-//! 17. `util`: small single-threaded tools (exclusive sections, notify, budgets, shutdown)
-//! 18. `model`, `logging`, `alloc_guard`: shared newtypes and values; the log subscriber; the
+//! 9. `metadata`: the broker's stored metadata (topics, placement slots, configs) and its file
+//! 10. `client`: the project's own Kafka client (commands, bench)
+//! 11. `group`: the consumer group coordinator (pure) and its records
+//! 12. `idempotence`: producer-state tables, their snapshots, the producer-id allocator
+//! 13. `log`: the partition log (segments, indexes, group commit, recovery, retention)
+//! 14. `health`: slow-fsync and low-disk warnings
+//! 15. `metrics`: per-shard registries and their renderings (a leaf: nothing stateful)
+//! 16. `protocol`: the Kafka wire formats (frames, record batches, legacy message sets)
+//! 17. `runtime`: the only module that touches glommio (executors, mesh, timers, net, files)
+//! 18. `util`: small single-threaded tools (exclusive sections, notify, budgets, shutdown)
+//! 19. `model`, `logging`, `alloc_guard`: shared newtypes and values; the log subscriber; the
 //!     allocation guard. They import nothing of the crate.
 
 pub mod alloc_guard;
@@ -41,6 +42,7 @@ pub mod health;
 pub mod idempotence;
 pub mod log;
 pub mod logging;
+pub mod metadata;
 pub mod metrics;
 pub mod model;
 pub mod partition;

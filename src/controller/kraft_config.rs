@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::meta_properties::is_valid_cluster_id;
+use crate::metadata::meta_properties::is_valid_cluster_id;
 use crate::model::NodeId;
 
 /// `host:port` of a listener or voter.

@@ -40,7 +40,6 @@ pub mod error;
 
 pub mod image;
 pub mod kraft_config;
-pub mod meta_properties;
 pub mod placement;
 pub mod published;
 pub mod quorum;

@@ -15,15 +15,15 @@ use crate::config::BrokerConfig;
 use crate::controller::active_controller::ControllerConfig;
 use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::kraft_config::{HostPort, KraftConfig, KraftConfigError};
-use crate::controller::meta_properties::{
-    cluster_id_from_uuid, MetaProperties, MetaPropertiesError, META_PROPERTIES_FILE,
-};
 use crate::controller::published::{ClusterSummary, PublishedCluster};
 use crate::controller::quorum::broker_session::{self, BrokerSessionConfig};
 use crate::controller::quorum::controller_link::{self, ControllerLink};
 use crate::controller::quorum::state_machine::MetadataView;
 use crate::controller::quorum::{active, QuorumConfig, QuorumError, QuorumNode, METADATA_LOG_DIR};
 use crate::controller::records::Endpoint;
+use crate::metadata::meta_properties::{
+    cluster_id_from_uuid, MetaProperties, MetaPropertiesError, META_PROPERTIES_FILE,
+};
 use crate::model::BrokerId;
 use crate::model::MetadataOffset;
 use crate::runtime::{self, Task, TcpListener};

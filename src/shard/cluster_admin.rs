@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use super::errors::error_result;
 use super::messages::{AdminError, AdminOp, PartitionOp, PartitionResult};
-use super::metadata::{PartitionMeta, StoredMetadata, TopicMetadata};
 use super::Shard;
 use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
@@ -19,6 +18,7 @@ use crate::controller::topic_admin::CreateTopicRequest;
 use crate::controller::topic_changes::TopicChange;
 use crate::group::api::OFFSETS_TOPIC;
 use crate::idempotence::producer_ids::ProducerIdError;
+use crate::metadata::{PartitionMeta, StoredMetadata, TopicMetadata};
 use crate::model::{BrokerId, MetadataOffset, ProducerIdBlock};
 use crate::partition::offsets_reader::OffsetsReader;
 use crate::protocol::ResponseError;
@@ -256,7 +256,7 @@ impl Shard {
             let _inside = self.admin.enter().await;
             if let Some(next) = self.metadata().with_controller_topics(offset.0, topics) {
                 let next = Arc::new(next);
-                super::metadata_store::save(&self.config.data_dir, &next)
+                crate::metadata::store::save(&self.config.data_dir, &next)
                     .await
                     .map_err(|e| AdminError {
                         code: ResponseError::KafkaStorageError.code(),

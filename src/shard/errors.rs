@@ -2,8 +2,8 @@
 //! and the per-operation results of partitions that are unknown or whose shard did not answer.
 
 use super::messages::{AdminError, PartitionOp, PartitionResult};
-use super::metadata::MetadataError;
 use crate::config::DynamicConfigError;
+use crate::metadata::MetadataError;
 use crate::partition::error::PartitionError;
 use crate::protocol::ResponseError;
 

@@ -13,8 +13,8 @@ use crate::runtime;
 
 use super::group_service::GroupHost;
 use super::messages::{ShardReply, ShardRequest};
-use super::metadata::StoredMetadata;
 use super::Shard;
+use crate::metadata::StoredMetadata;
 
 /// Why a group call got no answer from its coordinator: a Kafka error code for the whole
 /// request (COORDINATOR_NOT_AVAILABLE while the offsets topic is missing or a shard is gone).

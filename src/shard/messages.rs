@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::metadata::StoredMetadata;
 use crate::idempotence::producer_ids::ProducerIdError;
 use crate::log::AppendInfo;
+use crate::metadata::StoredMetadata;
 use crate::model::ProducerIdBlock;
 use crate::partition::error::PartitionError;
 use crate::partition::offline_notice::OfflineNotice;

@@ -15,8 +15,6 @@ pub mod group_routing;
 pub mod group_service;
 pub mod housekeeping;
 pub mod messages;
-pub mod metadata;
-pub mod metadata_store;
 pub mod metrics_report;
 pub mod offline;
 mod open_logs;
@@ -44,6 +42,7 @@ use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
 
+use crate::metadata::StoredMetadata;
 use crate::partition::error::PartitionError;
 use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::Partition;
@@ -52,14 +51,13 @@ use messages::{
     AdminError, AdminOp, MeshMessage, MetadataRequest, PartitionOp, PartitionRequest,
     PartitionResult, ShardReply, ShardRequest,
 };
-use metadata::StoredMetadata;
 use offline::OfflinePartition;
 use recovery_summary::RecoverySummary;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
     #[error(transparent)]
-    Metadata(#[from] metadata_store::MetadataStoreError),
+    Metadata(#[from] crate::metadata::store::MetadataStoreError),
 }
 
 type PartitionKey = (String, i32);
@@ -116,11 +114,11 @@ impl Shard {
         // Shard 0 creates the metadata on first start; the others read what it wrote. They
         // start at the same time, so a missing file on shard ≠ 0 means "not yet": wait.
         let meta = if id == 0 {
-            metadata_store::load_or_create(&config.data_dir, config.node_id).await?
+            crate::metadata::store::load_or_create(&config.data_dir, config.node_id).await?
         } else {
             let mut tries = 0;
             loop {
-                if let Some(m) = metadata_store::load_existing(&config.data_dir).await? {
+                if let Some(m) = crate::metadata::store::load_existing(&config.data_dir).await? {
                     break m;
                 }
                 tries += 1;
@@ -556,7 +554,7 @@ impl Shard {
         if validate_only {
             return Ok(next);
         }
-        metadata_store::save(&self.config.data_dir, &next)
+        crate::metadata::store::save(&self.config.data_dir, &next)
             .await
             .map_err(|e| AdminError {
                 code: ResponseError::KafkaStorageError.code(),

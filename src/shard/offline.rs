@@ -17,10 +17,10 @@ use uuid::Uuid;
 
 use super::errors::error_result;
 use super::messages::{PartitionOp, PartitionRequest, PartitionResult, ShardReply, ShardRequest};
-use super::metadata::{StoredMetadata, TopicMetadata};
 use super::partition_dirs::PartitionDirError;
 use super::{PartitionKey, Shard};
 use crate::log::LogError;
+use crate::metadata::{StoredMetadata, TopicMetadata};
 use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::Partition;
 use crate::protocol::ResponseError;

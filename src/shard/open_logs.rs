@@ -4,7 +4,6 @@
 
 use std::io;
 
-use super::metadata::{self, StoredMetadata, TopicMetadata};
 use super::offline::{OfflineCause, OfflinePartition};
 use super::partition_dirs::{self, Aside, PartitionDirError};
 use super::recovery_summary::RecoverySummary;
@@ -12,6 +11,7 @@ use super::{PartitionKey, Shard};
 use crate::config::topic_log_config;
 use crate::idempotence::append::ProducerLoad;
 use crate::log::{Log, LogConfig};
+use crate::metadata::{self, StoredMetadata, TopicMetadata};
 use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::Partition;
 use crate::runtime;

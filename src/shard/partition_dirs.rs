@@ -18,7 +18,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use uuid::Uuid;
 
-use super::metadata::StoredMetadata;
+use crate::metadata::StoredMetadata;
 use crate::runtime;
 use crate::runtime::durable_file;
 

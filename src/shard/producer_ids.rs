@@ -5,9 +5,9 @@
 use std::rc::Rc;
 
 use super::messages::{ShardReply, ShardRequest};
-use super::metadata_store::METADATA_DIR;
 use super::Shard;
 use crate::idempotence::producer_ids::ProducerIdError;
+use crate::metadata::store::METADATA_DIR;
 use crate::model::ProducerIdBlock;
 
 impl Shard {

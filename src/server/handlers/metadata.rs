@@ -15,9 +15,9 @@ use super::{str_bytes, topic_name, HandlerError, Request};
 use crate::controller::client_view;
 use crate::controller::cluster_metadata::{ClusterMetadata, TopicState};
 use crate::group::api::OFFSETS_TOPIC;
+use crate::metadata::TopicMetadata;
 use crate::model::validate_topic_name;
 use crate::shard::messages::AdminOp;
-use crate::shard::metadata::TopicMetadata;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: MetadataRequest = req.decode()?;

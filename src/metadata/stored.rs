@@ -53,7 +53,7 @@ pub struct TopicMetadata {
     pub from_controller: bool,
 }
 
-/// The metadata this broker keeps in its data dir (`metadata_store.rs`, JSON) and hands to
+/// The metadata this broker keeps in its data dir (`store.rs`, JSON) and hands to
 /// every shard: on a single node the whole truth, in cluster mode this broker's copy of the
 /// controller's topics (`controller::ClusterMetadata` is the controller's own model).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

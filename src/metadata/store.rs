@@ -7,7 +7,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::metadata::StoredMetadata;
+use super::stored::StoredMetadata;
 use crate::runtime::durable_file;
 
 pub const METADATA_DIR: &str = "__ringbroker_metadata";
@@ -89,7 +89,7 @@ pub async fn save(data_dir: &Path, meta: &StoredMetadata) -> Result<(), Metadata
 /// The cluster id of an existing, readable `meta.properties`.
 fn claimed_cluster_id(data_dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(data_dir.join("meta.properties")).ok()?;
-    crate::controller::meta_properties::MetaProperties::parse(&text)
+    crate::metadata::meta_properties::MetaProperties::parse(&text)
         .ok()
         .map(|m| m.cluster_id)
 }

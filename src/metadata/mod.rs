@@ -1,0 +1,12 @@
+//! The broker's stored metadata: its topics (ids, partitions and their placement slots,
+//! configs), the dynamic broker configs, and the JSON file it is kept in. Shard 0 is the only
+//! writer; every shard holds an immutable copy (`Arc<StoredMetadata>`).
+//!
+//! On a single node this is the whole truth; in cluster mode it is this broker's copy of the
+//! controller's topics (`controller::ClusterMetadata` is the controller's own model).
+
+pub mod meta_properties;
+pub mod store;
+pub mod stored;
+
+pub use stored::{shard_for_slot, MetadataError, PartitionMeta, StoredMetadata, TopicMetadata};
