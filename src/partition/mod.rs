@@ -3,14 +3,24 @@
 //! and the small values partition operations answer with. Owned by one shard's thread; the
 //! shard routes requests to it.
 //!
+//! - [`manager`]: the partitions of one shard (`PartitionManager`): opening and closing logs
+//!   to match the metadata, operations on them ([`ops`]), offline partitions, periodic work
 //! - [`replica_role`]: leader/follower state and the I/O around the pure replication rules
 //! - [`delete_records`]: DeleteRecords, answered once every replica's log start has passed
-//! - [`error`], [`offsets_reader`], [`summary`], [`offline_notice`]: values of its operations
+//! - [`dirs`]: partition directories (topic-id files, set-aside and deleted directories)
+//! - [`fetch_budget`]: a Fetch response's byte budget (pure)
+//! - [`error`], [`offsets_reader`], [`summary`], [`offline_notice`], [`recovery_summary`]:
+//!   values of its operations
 
 pub mod delete_records;
+pub mod dirs;
 pub mod error;
+pub mod fetch_budget;
+pub mod manager;
 pub mod offline_notice;
 pub mod offsets_reader;
+pub mod ops;
+pub mod recovery_summary;
 pub mod replica_role;
 pub mod summary;
 

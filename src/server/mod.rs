@@ -447,7 +447,7 @@ async fn shard_main(
         }
         ready.all_settled().await;
         progress.set_phase(shard.id, Phase::ClosingLogs);
-        shard.close_logs().await;
+        shard.partitions.close_all().await;
         return Ok(());
     }
     let listener = TcpListener::bind(listen, ready.shards)
@@ -552,9 +552,9 @@ async fn shard_main(
                 let wait = schedule.wait(
                     Instant::now(),
                     housekeeping::OptionalJobs {
-                        flush_checks: shard.has_flush_policy(),
+                        flush_checks: shard.partitions.has_flush_policy(),
                         disk_checks: disk_watch.is_some(),
-                        hw_checkpoints: shard.has_replicated_partitions(),
+                        hw_checkpoints: shard.partitions.has_replicated(),
                     },
                 );
                 futures_lite::future::or(runtime::sleep(wait), shutdown.wait()).await;
@@ -615,6 +615,6 @@ async fn shard_main(
         // A stop that never finishes: the deadline (or a second signal) must end it.
         std::future::pending::<()>().await;
     }
-    shard.close_logs().await;
+    shard.partitions.close_all().await;
     Ok(())
 }

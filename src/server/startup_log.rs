@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::config::BrokerConfig;
-use crate::shard::recovery_summary::RecoverySummary;
+use crate::partition::recovery_summary::RecoverySummary;
 
 /// The settings of the startup line, taken before the shards start.
 pub(super) struct StartupInfo {

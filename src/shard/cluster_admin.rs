@@ -9,8 +9,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::errors::error_result;
-use super::messages::{AdminError, AdminOp, PartitionOp, PartitionResult};
+use super::messages::{AdminError, AdminOp};
 use super::Shard;
 use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
@@ -21,6 +20,8 @@ use crate::idempotence::producer_ids::ProducerIdError;
 use crate::metadata::{PartitionMeta, StoredMetadata, TopicMetadata};
 use crate::model::{BrokerId, MetadataOffset, ProducerIdBlock};
 use crate::partition::offsets_reader::OffsetsReader;
+use crate::partition::ops::error_result;
+use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::protocol::ResponseError;
 use crate::runtime;
 

@@ -22,11 +22,11 @@ pub type GroupCallError = i16;
 
 impl GroupHost for Shard {
     fn offsets_partition(&self, index: i32) -> Option<Rc<Partition>> {
-        self.partition(OFFSETS_TOPIC, index)
+        self.partitions.get(OFFSETS_TOPIC, index)
     }
 
     fn offsets_partitions(&self) -> Vec<Rc<Partition>> {
-        let mut owned = self.owned_partitions();
+        let mut owned = self.partitions.all();
         owned.retain(|p| p.topic == OFFSETS_TOPIC);
         owned
     }

@@ -4,10 +4,11 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::messages::{PartitionResult, ShardReply, ShardRequest};
+use super::messages::{ShardReply, ShardRequest};
 use super::Shard;
 use crate::metrics::snapshot::{GroupOffset, PartitionStats, ShardMetrics};
 use crate::metrics::{self};
+use crate::partition::ops::PartitionResult;
 use crate::protocol::messages::ApiKey;
 use crate::runtime;
 
@@ -19,7 +20,8 @@ impl Shard {
     /// This shard's metrics now.
     pub fn local_metrics(&self) -> ShardMetrics {
         let mut partitions: Vec<PartitionStats> = self
-            .owned_partitions()
+            .partitions
+            .all()
             .iter()
             .map(|p| {
                 let offsets = p.log.offsets();
@@ -60,7 +62,7 @@ impl Shard {
             group_offsets,
             produce_memory: self.produce_memory.stats(),
             stalls: runtime::stall::stats(),
-            offline_partitions: self.offline_count(),
+            offline_partitions: self.partitions.offline_count(),
             tail_cache: crate::log::tail_cache::shard_tail_cache(),
             fetch_sessions: self.fetch_sessions.borrow().len(),
         }

@@ -8,8 +8,6 @@
 
 pub mod cluster_admin;
 mod errors;
-pub mod fetch;
-pub mod fetch_budget;
 pub mod fetch_session;
 pub mod group_routing;
 pub mod group_service;
@@ -17,17 +15,13 @@ pub mod housekeeping;
 pub mod messages;
 pub mod metrics_report;
 pub mod offline;
-mod open_logs;
-pub mod partition_dirs;
-mod partition_ops;
 pub mod producer_ids;
-pub mod recovery_summary;
 pub mod replica_manager;
 pub mod replica_reset;
+pub mod wait_for_data;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +29,6 @@ use std::time::Duration;
 use crate::protocol::ResponseError;
 
 use crate::config::{topic_log_config, validate_dynamic, BrokerConfig};
-use crate::log::partition_dir_name;
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::exclusive::Exclusive;
@@ -44,15 +37,15 @@ use crate::util::memory_budget::MemoryBudget;
 
 use crate::metadata::StoredMetadata;
 use crate::partition::error::PartitionError;
+use crate::partition::manager::{Housekeeping, ManagerSettings, PartitionManager};
 use crate::partition::offline_notice::OfflineNotice;
-use crate::partition::Partition;
-use errors::{metadata_error, unavailable_result, unknown_partition_result};
+use crate::partition::ops::{unavailable_result, unknown_partition_result};
+use crate::partition::ops::{PartitionOp, PartitionResult};
+use crate::partition::recovery_summary::RecoverySummary;
+use errors::metadata_error;
 use messages::{
-    AdminError, AdminOp, MeshMessage, MetadataRequest, PartitionOp, PartitionRequest,
-    PartitionResult, ShardReply, ShardRequest,
+    AdminError, AdminOp, MeshMessage, MetadataRequest, PartitionRequest, ShardReply, ShardRequest,
 };
-use offline::OfflinePartition;
-use recovery_summary::RecoverySummary;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
@@ -60,19 +53,13 @@ pub enum ShardError {
     Metadata(#[from] crate::metadata::store::MetadataStoreError),
 }
 
-type PartitionKey = (String, i32);
-
 pub struct Shard {
     pub id: usize,
     pub count: usize,
     pub config: BrokerConfig,
     metadata: RefCell<Arc<StoredMetadata>>,
-    /// The partitions this shard serves.
-    partitions: RefCell<HashMap<PartitionKey, Rc<Partition>>>,
-    /// The partitions this shard owns but cannot serve (see [`offline`]); never also online.
-    offline: RefCell<HashMap<PartitionKey, Rc<OfflinePartition>>>,
-    /// Every offline partition of the broker, whichever shard owns it (for Metadata).
-    offline_view: RefCell<HashMap<PartitionKey, OfflineNotice>>,
+    /// The partitions this shard owns: open logs, offline ones, and the operations on them.
+    pub partitions: Rc<PartitionManager>,
     ctx: ShardContext<MeshMessage>,
     /// Requests sent to other shards and not yet answered: id → (peer, waiter).
     pending: RefCell<HashMap<u64, (usize, local_oneshot::Sender<ShardReply>)>>,
@@ -132,14 +119,18 @@ impl Shard {
         let fsync_on_acks_all = config.fsync_on_acks_all;
         let produce_memory = MemoryBudget::new(config.produce_memory_limit());
         let fetch_session_slots = config.fetch_session_cache_slots;
+        let partitions = Rc::new(PartitionManager::new(ManagerSettings {
+            shard: id,
+            shards: count,
+            data_dir: config.data_dir.clone(),
+            cluster_mode: config.is_cluster_mode(),
+        }));
         let shard = Rc::new(Shard {
             id,
             count,
             config,
             metadata: RefCell::new(Arc::new(meta)),
-            partitions: RefCell::new(HashMap::new()),
-            offline: RefCell::new(HashMap::new()),
-            offline_view: RefCell::new(HashMap::new()),
+            partitions,
             ctx,
             pending: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
@@ -162,7 +153,7 @@ impl Shard {
         let meta = shard.metadata();
         if id == 0 {
             // Before any shard opens a log: what a crash left of deleted partitions.
-            partition_dirs::sweep(&shard.config.data_dir, &meta).await;
+            crate::partition::dirs::sweep(&shard.config.data_dir, &meta).await;
         }
         // The offline ones are told to the other shards once the mesh is served
         // (`publish_offline_partitions`).
@@ -184,20 +175,18 @@ impl Shard {
             .with_dynamic(&self.metadata().broker_config_layers(self.config.node_id))
     }
 
-    pub fn partition(&self, topic: &str, index: i32) -> Option<Rc<Partition>> {
-        self.partitions
-            .borrow()
-            .get(&(topic.to_string(), index))
-            .cloned()
-    }
-
-    /// All partitions this shard owns.
-    pub fn owned_partitions(&self) -> Vec<Rc<Partition>> {
-        self.partitions.borrow().values().cloned().collect()
-    }
-
-    fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
-        self.config.data_dir.join(partition_dir_name(topic, index))
+    /// Opens, reconfigures and closes this shard's logs to match `meta` (see
+    /// `PartitionManager::open_owned`), with the topic defaults `meta`'s dynamic broker
+    /// configs give.
+    async fn open_owned_logs(
+        &self,
+        meta: &StoredMetadata,
+    ) -> (RecoverySummary, Vec<OfflineNotice>) {
+        let defaults = self
+            .config
+            .with_dynamic(&meta.broker_config_layers(self.config.node_id))
+            .log_defaults;
+        self.partitions.open_owned(meta, &defaults).await
     }
 
     /// Drains the mesh inboxes: requests run as their own tasks, replies complete waiters.
@@ -283,7 +272,10 @@ impl Shard {
             PartitionRequest::Ops {
                 ops,
                 fetch_budget: Some(max_bytes),
-            } => ShardReply::Partitions(self.execute_fetches(ops, max_bytes).await),
+            } => {
+                let results = self.partitions.execute_fetches(ops, max_bytes).await;
+                ShardReply::Partitions(results)
+            }
             PartitionRequest::Ops {
                 ops,
                 fetch_budget: None,
@@ -303,9 +295,13 @@ impl Shard {
                 partitions,
                 timeout_ms,
                 log_end,
-            } => ShardReply::DataAvailable(self.wait_local(&partitions, timeout_ms, log_end).await),
+            } => ShardReply::DataAvailable(
+                self.partitions
+                    .wait_for_data(&partitions, timeout_ms, log_end, &self.stopping)
+                    .await,
+            ),
             PartitionRequest::Offline(notices) => {
-                self.adopt_offline_notices(notices);
+                self.partitions.adopt_offline_notices(notices);
                 ShardReply::Applied
             }
         }
@@ -421,26 +417,15 @@ impl Shard {
     }
 
     /// Executes one operation on a partition of this shard.
+    /// A partition whose log failed on the way is taken offline on every shard.
     async fn execute_local(self: &Rc<Self>, op: PartitionOp) -> PartitionResult {
-        let p = match self.online_for(&op) {
-            Ok(p) => p,
-            Err(result) => return result,
-        };
-        let result = self.execute_on(&p, op).await;
-        self.offline_if_failed(&p).await;
-        result
-    }
-
-    /// Takes a partition whose log went offline (a failed fsync or write) out of service.
-    async fn offline_if_failed(self: &Rc<Self>, p: &Partition) {
-        if let Some(reason) = p.log.offline_reason() {
-            let error = crate::log::LogError::Offline {
-                dir: p.log.dir().to_path_buf(),
-                reason,
-            };
-            self.mark_offline(&p.topic, p.index, offline::OfflineCause::Failed(error))
-                .await;
+        let (topic, index) = op.topic_partition();
+        let (topic, index) = (topic.to_string(), index);
+        let result = self.partitions.execute(op).await;
+        if let Some(p) = self.partitions.get(&topic, index) {
+            self.offline_if_failed(&p).await;
         }
+        result
     }
 
     /// Applies a metadata change: on shard 0 directly, elsewhere by asking shard 0.
@@ -612,48 +597,15 @@ impl Shard {
         if retention_due {
             self.groups.compact_partitions(&**self).await;
         }
-        let producer_id_expiration_ms = self.effective_config().producer_id_expiration_ms;
-        for p in self.owned_partitions() {
-            if let Err(e) = p.log.flush_if_due(now_ms).await {
-                tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "scheduled flush failed");
-            }
-            if retention_due {
-                if let Err(e) = p.log.apply_retention(now_ms).await {
-                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "retention failed");
-                }
-                p.producers.expire(now_ms, producer_id_expiration_ms);
-            }
-            if checkpoint_due {
-                p.note_high_watermark();
-                if let Err(e) = p.log.checkpoint().await {
-                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "checkpoint failed");
-                }
-                if let Err(e) = p.producers.snapshot(&p.log).await {
-                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "producer snapshot failed");
-                }
-            } else if hw_checkpoint_due && p.note_high_watermark() {
-                // Only the HW moved since the last checkpoint: Kafka writes it every 5 s,
-                // so a restarted broker serves consumers up to it without waiting.
-                if let Err(e) = p.log.checkpoint().await {
-                    tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "high watermark checkpoint failed");
-                }
-            }
+        let due = Housekeeping {
+            retention: retention_due,
+            checkpoint: checkpoint_due,
+            hw_checkpoint: hw_checkpoint_due,
+            producer_id_expiration_ms: self.effective_config().producer_id_expiration_ms,
+        };
+        for p in self.partitions.housekeeping(now_ms, due).await {
             self.offline_if_failed(&p).await;
         }
-    }
-
-    /// Whether an owned partition is replicated (its HW is checkpointed on its own interval).
-    pub fn has_replicated_partitions(&self) -> bool {
-        self.partitions.borrow().values().any(|p| p.is_replicated())
-    }
-
-    /// Whether an owned partition flushes by count or age (`log.flush.interval.messages|ms`),
-    /// so housekeeping must check it often.
-    pub fn has_flush_policy(&self) -> bool {
-        self.partitions.borrow().values().any(|p| {
-            let config = p.log.config();
-            config.flush_ms != i64::MAX || config.flush_messages != u64::MAX
-        })
     }
 
     /// The broker stops: requests waiting for data or for replicas are answered now (long
@@ -661,18 +613,7 @@ impl Shard {
     /// connections takes no longer than writing those answers.
     pub fn begin_stop(&self) {
         self.stopping.trigger();
-        for p in self.owned_partitions() {
-            p.begin_close();
-        }
-    }
-
-    /// Clean shutdown of every owned log (flush, checkpoint, clean-shutdown marker).
-    pub async fn close_logs(&self) {
-        for p in self.owned_partitions() {
-            if let Err(e) = p.close().await {
-                tracing::error!(topic = %p.topic, partition = p.index, error = %e, "closing a partition failed");
-            }
-        }
+        self.partitions.begin_close();
     }
 }
 

@@ -115,8 +115,17 @@ impl ReplicaManager {
     }
 }
 
-/// Starts the shard's replica manager: the role loop, which starts fetchers as needed.
+/// Starts the shard's replica manager: the role loop, which starts fetchers as needed; and
+/// takes the leaders' ISR proposals of the shard's partitions from now on.
 pub fn start(shard: &Rc<Shard>, manager: Rc<ReplicaManager>) {
+    // Weak: the partition manager lives as long as the shard that would own this closure.
+    let (weak, sink_manager) = (Rc::downgrade(shard), Rc::clone(&manager));
+    shard
+        .partitions
+        .set_isr_sink(Rc::new(move |p, proposal| match weak.upgrade() {
+            Some(shard) => submit_isr_change(&shard, &sink_manager, p, proposal),
+            None => p.isr_rejected(proposal.leader_epoch),
+        }));
     let shard = Rc::clone(shard);
     runtime::spawn_detached(async move {
         while !manager.shutdown.is_triggered() {
@@ -158,7 +167,7 @@ pub(super) async fn apply_roles(
     // entry durable, and one after another they held the publication back by as many
     // fsyncs as partitions (seconds on a loaded disk).
     let mut leading = Vec::new();
-    for p in shard.owned_partitions() {
+    for p in shard.partitions.all() {
         let Some(state) = summary.metadata.partition_by_name(&p.topic, p.index) else {
             continue;
         };
@@ -215,7 +224,7 @@ fn check_shrinks(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>) {
         return;
     }
     manager.last_shrink_check_ms.set(now);
-    for p in shard.owned_partitions() {
+    for p in shard.partitions.all() {
         p.advance_hw_on_timer(now);
         if let Some(proposal) = p.check_isr_shrink(now) {
             submit_isr_change(shard, manager, &p, proposal);
@@ -271,14 +280,6 @@ impl Shard {
                     "a shard did not apply new partition roles in time; publishing anyway"
                 );
             }
-        }
-    }
-
-    /// Hands a leader's ISR proposal to this shard's replica manager.
-    pub(super) fn submit_isr_change(self: &Rc<Self>, p: &Rc<Partition>, proposal: IsrProposal) {
-        match self.replicas.get() {
-            Some(manager) => submit_isr_change(self, manager, p, proposal),
-            None => p.isr_rejected(proposal.leader_epoch),
         }
     }
 }
@@ -362,7 +363,8 @@ async fn run_fetcher(shard: &Rc<Shard>, manager: &Rc<ReplicaManager>, leader: Br
     let mut idle_rounds = 0u32;
     while !manager.shutdown.is_triggered() {
         let partitions: Vec<Rc<Partition>> = shard
-            .owned_partitions()
+            .partitions
+            .all()
             .into_iter()
             .filter(|p| p.follower_view().is_some_and(|f| f.leader == Some(leader)))
             .collect();

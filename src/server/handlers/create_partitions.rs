@@ -118,7 +118,7 @@ async fn grow(
         return Ok(());
     }
     let offline = match meta.topic(name) {
-        Some(t) => shard.offline_partitions_of(t, current),
+        Some(t) => shard.partitions.offline_partitions_of(t, current),
         None => Vec::new(),
     };
     if let Some(message) = could_not_open_message(name, &offline) {

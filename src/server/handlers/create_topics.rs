@@ -106,7 +106,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     }
                 }
                 let offline = match meta.topic(&name).filter(|_| !request.validate_only) {
-                    Some(t) => shard.offline_partitions_of(t, 0),
+                    Some(t) => shard.partitions.offline_partitions_of(t, 0),
                     None => Vec::new(),
                 };
                 if let Some(message) = could_not_open_message(&name, &offline) {

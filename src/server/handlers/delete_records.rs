@@ -12,7 +12,7 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{HandlerError, Request};
-use crate::shard::messages::{PartitionOp, PartitionResult};
+use crate::partition::ops::{PartitionOp, PartitionResult};
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: DeleteRecordsRequest = req.decode()?;

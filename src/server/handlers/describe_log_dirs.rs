@@ -5,11 +5,11 @@
 //! v0 is v1 (v1 only changed throttling). Partitions this broker does not have are left out,
 //! as Kafka does; so are offline ones, whose size cannot be read.
 
+use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::protocol::messages::describe_log_dirs_request::DescribeLogDirsRequest;
 use crate::protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResponse, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
-use crate::shard::messages::{PartitionOp, PartitionResult};
 use bytes::Bytes;
 
 use super::{str_bytes, topic_name, HandlerError, Request};

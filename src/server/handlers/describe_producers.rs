@@ -2,13 +2,13 @@
 //! (those with written batches), from the partition's producer-state table. No
 //! transactions yet: no coordinator epoch and no open transaction (-1 for both).
 
+use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::protocol::messages::describe_producers_request::DescribeProducersRequest;
 use crate::protocol::messages::describe_producers_response::{
     DescribeProducersResponse, PartitionResponse, ProducerState, TopicResponse,
 };
 use crate::protocol::messages::ProducerId;
 use crate::protocol::ResponseError;
-use crate::shard::messages::{PartitionOp, PartitionResult};
 use bytes::Bytes;
 
 use super::{str_bytes, HandlerError, Request};

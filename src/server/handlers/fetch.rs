@@ -24,17 +24,17 @@ use bytes::Bytes;
 
 use super::{encode_sharing, storage_error_for_version, HandlerError, Request};
 use crate::metrics::registry::{self as metrics, Stage};
+use crate::partition::fetch_budget::FetchBudget;
+use crate::partition::ops::{FetchReader, PartitionOp, PartitionResult};
 use crate::protocol::legacy_downconvert::{
     down_convert, magic_for_fetch_version, DownConvertError,
 };
 use crate::protocol::legacy_fetch::{decode_fetch_v0_3, encode_fetch_response_v0_3};
 use crate::protocol::sharing_buf::SHARE_MIN_BYTES;
 use crate::protocol::ResponseError;
-use crate::shard::fetch_budget::FetchBudget;
 use crate::shard::fetch_session::{
     Plan, Position, ReadOutcome, SessionPartition, FINAL_EPOCH, NO_SESSION,
 };
-use crate::shard::messages::{FetchReader, PartitionOp, PartitionResult};
 
 /// Upper bound on one long poll, whatever the client asks.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(30);

@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use super::{HandlerError, Request};
 use crate::partition::offsets_reader::OffsetsReader;
-use crate::shard::messages::{PartitionOp, PartitionResult};
+use crate::partition::ops::{PartitionOp, PartitionResult};
 
 /// Latest tiered offset (KIP-1005): the one answer without a leader epoch.
 const LATEST_TIERED_TIMESTAMP: i64 = -5;

@@ -86,7 +86,11 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 }
                 p.replica_nodes = vec![BrokerId(node_id)];
                 p.isr_nodes = vec![BrokerId(node_id)];
-                if shard.offline_notice(&t.name, t.id, i as i32).is_some() {
+                if shard
+                    .partitions
+                    .offline_notice(&t.name, t.id, i as i32)
+                    .is_some()
+                {
                     // Kafka's metadata cache for a partition whose only replica is on an
                     // offline log dir: no leader, LEADER_NOT_AVAILABLE, the replica listed
                     // offline (requests sent anyway get KAFKA_STORAGE_ERROR).

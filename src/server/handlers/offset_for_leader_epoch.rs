@@ -8,6 +8,7 @@
 //! v0/v1 are hand-coded (`protocol::legacy_epoch`); v2+ come from the crate.
 
 use crate::model::LeaderEpoch;
+use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::partition::summary::EpochView;
 use crate::partition::summary::PartitionSummary;
 use crate::protocol::legacy_epoch;
@@ -18,7 +19,6 @@ use crate::protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 };
 use crate::protocol::ResponseError;
-use crate::shard::messages::{PartitionOp, PartitionResult};
 use bytes::Bytes;
 
 use super::{HandlerError, Request};

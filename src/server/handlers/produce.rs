@@ -18,12 +18,12 @@ use bytes::Bytes;
 
 use super::{storage_error_for_version, str_bytes, HandlerError, Request};
 use crate::group::api::OFFSETS_TOPIC;
+use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::protocol::legacy::convert_message_set;
 use crate::protocol::legacy_produce::{
     decode_produce_v0_2, encode_produce_response_v0_2, LegacyPartitionResponse,
 };
 use crate::runtime;
-use crate::shard::messages::{PartitionOp, PartitionResult};
 
 /// Whether Produce v0–v2 (legacy message sets) are served.
 pub const LEGACY_SUPPORTED: bool = true;

@@ -5,45 +5,43 @@
 use std::io;
 
 use super::offline::{OfflineCause, OfflinePartition};
-use super::partition_dirs::{self, Aside, PartitionDirError};
-use super::recovery_summary::RecoverySummary;
-use super::{PartitionKey, Shard};
+use super::{PartitionKey, PartitionManager};
 use crate::config::topic_log_config;
 use crate::idempotence::append::ProducerLoad;
 use crate::log::{Log, LogConfig};
 use crate::metadata::{self, StoredMetadata, TopicMetadata};
+use crate::partition::dirs::{self as partition_dirs, Aside, PartitionDirError};
 use crate::partition::offline_notice::OfflineNotice;
+use crate::partition::recovery_summary::RecoverySummary;
 use crate::partition::Partition;
 use crate::runtime;
 
-impl Shard {
+impl PartitionManager {
     /// Opens the logs of partitions this shard owns in `meta` and has not opened yet, applies
     /// topic configs to open ones, and closes and deletes logs of partitions that are gone.
-    /// Returns what loading the newly opened logs found, and the partitions that went offline
+    /// `defaults` are the topic defaults as `meta` has them (dynamic broker configs included):
+    /// a change of them reaches every open log here, as a topic's own change does. Returns
+    /// what loading the newly opened logs found, and the partitions that went offline
     /// (already recorded here; the caller tells the other shards).
-    pub(super) async fn open_owned_logs(
+    pub async fn open_owned(
         &self,
         meta: &StoredMetadata,
+        defaults: &LogConfig,
     ) -> (RecoverySummary, Vec<OfflineNotice>) {
         let mut opened = RecoverySummary::default();
         let mut offline = Vec::new();
         for gone in self.forget_offline_gone(meta) {
             self.delete_partition_dir(&gone.topic, gone.index).await;
         }
-        // The topic defaults as `meta` has them (dynamic broker configs included): a change
-        // of them reaches every open log here, as a topic's own change does.
-        let defaults = self
-            .config
-            .with_dynamic(&meta.broker_config_layers(self.config.node_id))
-            .log_defaults;
+        let (me, shards) = (self.settings.shard, self.settings.shards);
         for topic in meta.topics.values() {
-            let log_config = log_config_of(&defaults, topic);
+            let log_config = log_config_of(defaults, topic);
             for (i, p) in topic.partitions.iter().enumerate() {
-                if !p.hosted || metadata::shard_for_slot(p.slot, self.count) != self.id {
+                if !p.hosted || metadata::shard_for_slot(p.slot, shards) != me {
                     continue;
                 }
                 let index = i as i32;
-                if let Some(p) = self.partition(&topic.name, index) {
+                if let Some(p) = self.get(&topic.name, index) {
                     if p.log.config() != log_config {
                         p.log.set_config(log_config.clone());
                     }
@@ -61,7 +59,7 @@ impl Shard {
                             partition.log.offsets().size_bytes,
                             producers,
                         );
-                        self.partitions
+                        self.online
                             .borrow_mut()
                             .insert(key, std::rc::Rc::new(partition));
                     }
@@ -69,7 +67,7 @@ impl Shard {
                         topic: topic.name.clone(),
                         index,
                         topic_id: topic.id,
-                        dir: self.partition_dir(&topic.name, index),
+                        dir: self.dir_of(&topic.name, index),
                         cause,
                     })),
                 }
@@ -87,7 +85,7 @@ impl Shard {
         index: i32,
         log_config: LogConfig,
     ) -> Result<(Partition, ProducerLoad), OfflineCause> {
-        let dir = self.partition_dir(&topic.name, index);
+        let dir = self.dir_of(&topic.name, index);
         match partition_dirs::read_topic_id(&dir).await? {
             Some(id) if id == topic.id => {}
             found => {
@@ -106,7 +104,7 @@ impl Shard {
         let log = Log::open(&dir, log_config)
             .await
             .map_err(OfflineCause::Open)?;
-        let partition = if self.config.is_cluster_mode() {
+        let partition = if self.settings.cluster_mode {
             let p = Partition::replicated(topic.name.clone(), index, log);
             p.load_epochs().await.map_err(OfflineCause::Open)?;
             p
@@ -124,15 +122,16 @@ impl Shard {
 
     /// Closes the open partitions `meta` no longer gives this shard and deletes their data.
     async fn close_gone_partitions(&self, meta: &StoredMetadata) {
+        let (me, shards) = (self.settings.shard, self.settings.shards);
         let gone: Vec<PartitionKey> = self
-            .partitions
+            .online
             .borrow()
             .keys()
-            .filter(|(t, i)| meta.shard_of(t, *i, self.count) != Some(self.id))
+            .filter(|(t, i)| meta.shard_of(t, *i, shards) != Some(me))
             .cloned()
             .collect();
         for key in gone {
-            let Some(p) = self.partitions.borrow_mut().remove(&key) else {
+            let Some(p) = self.online.borrow_mut().remove(&key) else {
                 continue;
             };
             p.notify_append();
@@ -146,7 +145,7 @@ impl Shard {
     /// Renames a deleted partition's directory to `-delete` (durably) and removes it in the
     /// background: from the rename on, nothing can load it as a partition again.
     async fn delete_partition_dir(&self, topic: &str, index: i32) {
-        let dir = self.partition_dir(topic, index);
+        let dir = self.dir_of(topic, index);
         match partition_dirs::rename_aside(&dir, topic, index, Aside::Delete).await {
             Ok(aside) => partition_dirs::remove_in_background(aside),
             Err(PartitionDirError::Rename { source, .. })
