@@ -14,7 +14,8 @@
 //! 3. `server`: listeners, connections, one handler per API key, start and stop, the metrics
 //!    HTTP endpoint
 //! 4. `shard`: a core's partitions and services, and the routing of work between shards
-//! 5. `partition`: a hosted partition (log, producers, replica role, waiters) and its values
+//! 5. `partition`: a hosted partition (log, producers, replica role, waiters), the shard's
+//!    partition manager and replica manager, and the values of partition operations
 //! 6. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
 //! 7. `controller`: the cluster controller's pure state machine, placement, election, Raft
 //! 8. `config`: the broker and topic property tables, their defaults, listing and dynamic changes

@@ -5,6 +5,8 @@
 //!
 //! - [`manager`]: the partitions of one shard (`PartitionManager`): opening and closing logs
 //!   to match the metadata, operations on them ([`ops`]), offline partitions, periodic work
+//! - [`replica_manager`]: cluster mode's roles, follower fetchers and ISR proposals for the
+//!   shard's partitions
 //! - [`replica_role`]: leader/follower state and the I/O around the pure replication rules
 //! - [`delete_records`]: DeleteRecords, answered once every replica's log start has passed
 //! - [`dirs`]: partition directories (topic-id files, set-aside and deleted directories)
@@ -21,6 +23,7 @@ pub mod offline_notice;
 pub mod offsets_reader;
 pub mod ops;
 pub mod recovery_summary;
+pub mod replica_manager;
 pub mod replica_role;
 pub mod summary;
 

@@ -26,9 +26,10 @@ use crate::metadata::meta_properties::{
 };
 use crate::model::BrokerId;
 use crate::model::MetadataOffset;
+use crate::partition::replica_manager::{ReplicaManager, ReplicaSettings};
 use crate::runtime::{self, Task, TcpListener};
 use crate::shard::cluster_admin::{self, ClusterAdmin};
-use crate::shard::replica_manager::{self, ReplicaManager, ReplicaSettings};
+use crate::shard::group_routing::GroupRoles;
 use crate::shard::Shard;
 use crate::util::shutdown::ShutdownSignal;
 
@@ -335,9 +336,12 @@ pub fn start_replication(setup: &ClusterSetup, shard: &Rc<Shard>) -> Result<(), 
         setup.incarnation,
         settings,
         voters,
+        Rc::clone(&shard.partitions),
+        Arc::clone(&setup.published),
+        Rc::new(GroupRoles(Rc::downgrade(shard))),
     ));
     if shard.replicas.set(Rc::clone(&manager)).is_ok() {
-        replica_manager::start(shard, manager);
+        manager.start();
     }
     Ok(())
 }

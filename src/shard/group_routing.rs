@@ -2,11 +2,12 @@
 //! group's `__consumer_offsets` partition. Handlers call these from any shard.
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use crate::group::api::{
     offsets_partition_for, Call, GroupDescription, ListGroupsReply, Reply, OFFSETS_TOPIC,
 };
+use crate::partition::replica_manager::RoleListener;
 use crate::partition::Partition;
 use crate::protocol::ResponseError;
 use crate::runtime;
@@ -33,6 +34,38 @@ impl GroupHost for Shard {
 
     fn offsets_partition_count(&self) -> Option<i32> {
         offsets_partition_count(&self.metadata())
+    }
+}
+
+/// The group service hears of `__consumer_offsets` leadership from the shard's replica
+/// manager: groups load where their partition is led and unload where it is followed.
+pub struct GroupRoles(pub Weak<Shard>);
+
+impl RoleListener for GroupRoles {
+    fn followed(&self, p: &Partition) {
+        if p.topic != OFFSETS_TOPIC {
+            return;
+        }
+        if let Some(shard) = self.0.upgrade() {
+            shard.groups.unload_partition(&shard.group_host(), p.index);
+        }
+    }
+
+    fn leading(&self, leading: &[Rc<Partition>]) {
+        if !leading.iter().any(|p| p.topic == OFFSETS_TOPIC) {
+            return;
+        }
+        let Some(shard) = self.0.upgrade() else {
+            return;
+        };
+        // The coordinator moves with the leadership: groups of newly led partitions are
+        // loading (COORDINATOR_LOAD_IN_PROGRESS) before the metadata names this broker,
+        // and load in the background.
+        let loads = shard.groups.begin_loads(&*shard);
+        if !loads.is_empty() {
+            let (groups, host) = (Rc::clone(&shard.groups), shard.group_host());
+            runtime::spawn_detached(async move { groups.finish_loads(&*host, loads).await });
+        }
     }
 }
 

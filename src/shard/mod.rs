@@ -16,8 +16,7 @@ pub mod messages;
 pub mod metrics_report;
 pub mod offline;
 pub mod producer_ids;
-pub mod replica_manager;
-pub mod replica_reset;
+pub mod replica_roles;
 pub mod wait_for_data;
 
 use std::cell::{Cell, RefCell};
@@ -81,7 +80,7 @@ pub struct Shard {
     /// Cluster mode, shard 0: where admin changes go (see [`cluster_admin`]).
     cluster_admin: std::cell::OnceCell<cluster_admin::ClusterAdmin>,
     /// Cluster mode: this shard's replication (roles, fetchers, ISR changes).
-    pub replicas: std::cell::OnceCell<Rc<replica_manager::ReplicaManager>>,
+    pub replicas: std::cell::OnceCell<Rc<crate::partition::replica_manager::ReplicaManager>>,
     /// Triggered when the broker stops: long polls answer with what they have.
     pub stopping: crate::util::shutdown::ShutdownSignal,
 }
@@ -316,7 +315,7 @@ impl Shard {
             MetadataRequest::Admin(op) => ShardReply::Admin(self.execute_admin(op).await),
             MetadataRequest::ApplyRoles(summary) => {
                 if let Some(manager) = self.replicas.get() {
-                    replica_manager::apply_roles(self, manager, summary).await;
+                    manager.apply_roles(summary).await;
                 }
                 ShardReply::Applied
             }
