@@ -14,14 +14,15 @@
 //! 3. `server`: listeners, connections, one handler per API key, start and stop, the metrics
 //!    HTTP endpoint
 //! 4. `shard`: a core's partitions and services, and the routing of work between shards
-//! 5. `partition`: a hosted partition (log, producers, replica role, waiters), the shard's
+//! 5. `group`: the consumer group coordinator (pure), its records, and its service (the I/O on a
+//!    shard's `__consumer_offsets` partitions)
+//! 6. `partition`: a hosted partition (log, producers, replica role, waiters), the shard's
 //!    partition manager and replica manager, and the values of partition operations
-//! 6. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
-//! 7. `controller`: the cluster controller's pure state machine, placement, election, Raft
-//! 8. `config`: the broker and topic property tables, their defaults, listing and dynamic changes
-//! 9. `metadata`: the broker's stored metadata (topics, placement slots, configs) and its file
-//! 10. `client`: the project's own Kafka client (commands, bench)
-//! 11. `group`: the consumer group coordinator (pure) and its records
+//! 7. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
+//! 8. `controller`: the cluster controller's pure state machine, placement, election, Raft
+//! 9. `config`: the broker and topic property tables, their defaults, listing and dynamic changes
+//! 10. `metadata`: the broker's stored metadata (topics, placement slots, configs) and its file
+//! 11. `client`: the project's own Kafka client (commands, bench)
 //! 12. `idempotence`: producer-state tables, their snapshots, the producer-id allocator
 //! 13. `log`: the partition log (segments, indexes, group commit, recovery, retention)
 //! 14. `health`: slow-fsync and low-disk warnings

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::group::api::GroupConfig;
+use super::group_config::GroupConfig;
 use crate::health::slow_fsync::DEFAULT_SLOW_FSYNC_WARN_MS;
 use crate::log::LogConfig;
 

@@ -3,8 +3,8 @@
 //! `serve --check-config`, DescribeConfigs, (Incremental)AlterConfigs and
 //! docs/configuration.md are all derived from them.
 //!
-//! Files depend on each other in one direction only: `error`, `broker_config`,
-//! `property_kind` and `value_forms` depend on no sibling; `listeners` on `broker_config`;
+//! Files depend on each other in one direction only: `error`, `group_config`,
+//! `property_kind` and `value_forms` depend on no sibling; `broker_config` on `group_config`; `listeners` on `broker_config`;
 //! the tables on those; `load`, `listing`, `dynamic` and `reference` on the tables.
 
 mod broker_config;
@@ -12,6 +12,7 @@ mod broker_properties;
 mod broker_property;
 mod dynamic;
 mod error;
+mod group_config;
 mod listeners;
 pub mod listing;
 mod load;
@@ -31,6 +32,7 @@ pub use broker_properties::{broker_property, BROKER_PROPERTIES};
 pub use broker_property::{Alias, BrokerKind, BrokerProperty, DefaultValue, Scope};
 pub use dynamic::{validate_dynamic, DynamicConfigError};
 pub use error::ConfigError;
+pub use group_config::GroupConfig;
 pub use topic_properties::{topic_log_config, topic_property_value, TOPIC_PROPERTIES};
 pub use value_forms::log_io_name;
 

@@ -13,14 +13,15 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 
 use super::api::{
-    offsets_partition_for, Call, GroupConfig, JoinReply, OffsetsRecord, Output, PendingAppend,
-    Reply, SyncReply, Token,
+    offsets_partition_for, Call, JoinReply, OffsetsRecord, Output, PendingAppend, Reply, SyncReply,
+    Token,
 };
 use super::group_state::{Group, TopicPartition};
 use super::records::{
     decode_key, encode_group_metadata_key, encode_offset_commit_key, GroupMetadataValue,
     OffsetCommitValue, RecordError, RecordKey,
 };
+use crate::config::GroupConfig;
 use crate::protocol::ResponseError;
 
 /// Kafka's `offsets.retention.check.interval.ms`: how often expired offsets are looked for.

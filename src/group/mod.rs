@@ -1,5 +1,6 @@
 //! Consumer groups (classic protocol): the coordinator state machine, its inputs and outputs,
-//! and the `__consumer_offsets` record formats.
+//! the `__consumer_offsets` record formats, and the group service ([`service`]): the
+//! coordinator's I/O on a shard's `__consumer_offsets` partitions.
 
 mod admin;
 pub mod api;
@@ -9,6 +10,7 @@ mod member;
 mod membership;
 mod offsets;
 pub mod records;
+pub mod service;
 mod subscription;
 mod sync_phase;
 

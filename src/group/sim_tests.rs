@@ -9,6 +9,7 @@ use super::api::*;
 use super::group_state::GroupState;
 use super::subscription::encode_subscription;
 use super::GroupCoordinator;
+use crate::config::GroupConfig;
 use crate::protocol::ResponseError;
 use crate::util::rng::SeededRng as Rng;
 

@@ -12,9 +12,9 @@ use crate::partition::Partition;
 use crate::protocol::ResponseError;
 use crate::runtime;
 
-use super::group_service::GroupHost;
 use super::messages::{ShardReply, ShardRequest};
 use super::Shard;
+use crate::group::service::GroupHost;
 use crate::metadata::StoredMetadata;
 
 /// Why a group call got no answer from its coordinator: a Kafka error code for the whole
@@ -87,7 +87,7 @@ impl Shard {
         // whole segments.
         configs.insert(
             "segment.bytes".to_string(),
-            super::group_service::OFFSETS_SEGMENT_BYTES.to_string(),
+            crate::group::service::OFFSETS_SEGMENT_BYTES.to_string(),
         );
         let partitions = self.config.group.offsets_partitions;
         let created = self

@@ -10,7 +10,6 @@ pub mod cluster_admin;
 mod errors;
 pub mod fetch_session;
 pub mod group_routing;
-pub mod group_service;
 pub mod housekeeping;
 pub mod messages;
 pub mod metrics_report;
@@ -66,7 +65,7 @@ pub struct Shard {
     /// Shard 0 applies admin changes one at a time (a cancelled change leaves the section).
     admin: Exclusive,
     /// The coordinator of the groups whose `__consumer_offsets` partitions this shard owns.
-    pub groups: Rc<group_service::GroupService>,
+    pub groups: Rc<crate::group::service::GroupService>,
     /// Producer ids for InitProducerId (shard 0 also keeps the durable counter).
     producer_ids: crate::idempotence::producer_ids::ProducerIdAllocator,
     /// Bytes of Produce requests held on this shard (`ringbroker.produce.memory.max.bytes`):
@@ -134,7 +133,7 @@ impl Shard {
             pending: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
             admin: Exclusive::new(),
-            groups: Rc::new(group_service::GroupService::new(
+            groups: Rc::new(crate::group::service::GroupService::new(
                 config_group,
                 fsync_on_acks_all,
             )),

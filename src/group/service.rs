@@ -9,9 +9,10 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::group::api::OFFSETS_TOPIC;
-use crate::group::api::{Call, GroupConfig, OffsetsRecord, Output, Reply, Token};
-use crate::group::GroupCoordinator;
+use super::api::OFFSETS_TOPIC;
+use super::api::{Call, OffsetsRecord, Output, Reply, Token};
+use super::GroupCoordinator;
+use crate::config::GroupConfig;
 use crate::log::LogError;
 use crate::protocol::batch_builder::BatchBuilder;
 use crate::protocol::decompressed_records::decode_records_decompressed;
@@ -40,7 +41,7 @@ const MAX_LOAD_BATCH_BYTES: usize = 64 << 20;
 
 /// `segment.bytes` of `__consumer_offsets` (Kafka's `offsets.topic.segment.bytes` is 100 MiB;
 /// smaller here because compaction frees whole segments).
-pub(super) const OFFSETS_SEGMENT_BYTES: u64 = 16 << 20;
+pub const OFFSETS_SEGMENT_BYTES: u64 = 16 << 20;
 
 /// A partition of `__consumer_offsets` is compacted once it holds this many bytes.
 const COMPACT_AFTER_BYTES: u64 = 64 << 20;
