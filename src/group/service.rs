@@ -13,6 +13,7 @@ use super::api::OFFSETS_TOPIC;
 use super::api::{Call, OffsetsRecord, Output, Reply, Token};
 use super::GroupCoordinator;
 use crate::config::GroupConfig;
+use crate::idempotence::append::ProduceError;
 use crate::log::LogError;
 use crate::protocol::batch_builder::BatchBuilder;
 use crate::protocol::decompressed_records::decode_records_decompressed;
@@ -206,7 +207,7 @@ impl GroupService {
             .leader_append_options(self.fsync_on_acks_all, now)
             .map_err(|e| GroupAppendError::Replication(e.message))?;
         let epoch = p.leading_epoch();
-        let info = p.log.append(&batch, options).await?;
+        let info = p.append_own(&batch, options).await?;
         p.notify_append();
         p.after_leader_append();
         p.wait_acks_all(epoch, info.last_offset, OFFSETS_COMMIT_TIMEOUT)
@@ -499,7 +500,7 @@ impl GroupService {
             let options = p
                 .leader_append_options(true, now)
                 .map_err(|e| GroupAppendError::Replication(e.message))?;
-            p.log.append(&batches, options).await?;
+            p.append_own(&batches, options).await?;
             p.after_leader_append();
         }
         let start = p.log.delete_records_before(keep_from).await?;
@@ -551,4 +552,13 @@ pub enum GroupAppendError {
     /// Not the leader any more, or the in-sync replicas did not take the records in time.
     #[error("{0}")]
     Replication(String),
+}
+
+impl From<ProduceError> for GroupAppendError {
+    fn from(e: ProduceError) -> Self {
+        match e {
+            ProduceError::Log(e) => GroupAppendError::Log(e),
+            other => GroupAppendError::Replication(other.to_string()),
+        }
+    }
 }

@@ -46,6 +46,10 @@ pub enum ProduceError {
     /// Records the topic's config refuses (compacted without a key, timestamp out of range).
     #[error(transparent)]
     Records(#[from] crate::log::record_check::RecordCheckError),
+    /// The partition stopped leading (or led at another epoch) while this produce waited to
+    /// be staged: the log may be a follower's now.
+    #[error("this broker stopped leading the partition before the batch was appended")]
+    LeadershipChanged,
 }
 
 impl ProduceError {
@@ -64,6 +68,7 @@ impl ProduceError {
             ProduceError::MultipleBatches(_) | ProduceError::MissingSequence(_) => {
                 ResponseError::InvalidRecord
             }
+            ProduceError::LeadershipChanged => ResponseError::NotLeaderOrFollower,
             ProduceError::Records(e) => match e {
                 RecordCheckError::InvalidTimestamp(_) => ResponseError::InvalidTimestamp,
                 RecordCheckError::InvalidRecord(_) => ResponseError::InvalidRecord,
@@ -250,18 +255,30 @@ impl ProducerStates {
 
 /// Appends `records` to `log`, applying the idempotent-producer rules when the batch has a
 /// producer id. A duplicate is answered with its original offsets and not written.
+///
+/// `may_stage` is asked right before staging, with no `.await` after it: a leader passes
+/// whether it still leads at the epoch the batch is stamped with (everything before may
+/// wait: the log's turn, an in-flight batch of the same producer).
 pub async fn append(
     states: &Rc<ProducerStates>,
     log: &Log,
     records: &[u8],
     options: AppendOptions,
+    may_stage: &dyn Fn() -> bool,
 ) -> Result<AppendInfo, ProduceError> {
     let Some((header, batch)) = producer_batch(records)? else {
-        return Ok(log.append(records, options).await?);
+        log.wait_appendable().await?;
+        if !may_stage() {
+            return Err(ProduceError::LeadershipChanged);
+        }
+        return Ok(log.stage_append(records, options)?.written().await?);
     };
     loop {
         log.wait_appendable().await?;
         // From here to the staging: no `.await`.
+        if !may_stage() {
+            return Err(ProduceError::LeadershipChanged);
+        }
         let generation = log.write_generation();
         let admission = states.table.borrow().check(&batch, generation)?;
         match admission {

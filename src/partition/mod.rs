@@ -180,7 +180,9 @@ impl Partition {
             };
         }
         let records = rewritten.as_deref().unwrap_or(records);
-        let appending = append::append(&self.producers, &self.log, records, options);
+        let still_leading = || self.may_stage(options.leader_epoch);
+        let appending =
+            append::append(&self.producers, &self.log, records, options, &still_leading);
         drop(in_order);
         let result = appending.await;
         if result.is_ok() {
@@ -188,6 +190,18 @@ impl Partition {
             self.snapshot_after_roll();
         }
         result
+    }
+
+    /// A leader's append of records the broker writes itself (`__consumer_offsets` records):
+    /// no record checks, staged only while the partition still leads at the epoch `options`
+    /// carries, as a producer's batch is. The caller wakes the waiters.
+    pub async fn append_own(
+        &self,
+        records: &[u8],
+        options: AppendOptions,
+    ) -> Result<AppendInfo, ProduceError> {
+        let still_leading = || self.may_stage(options.leader_epoch);
+        append::append(&self.producers, &self.log, records, options, &still_leading).await
     }
 
     fn snapshot_after_roll(&self) {

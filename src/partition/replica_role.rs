@@ -235,6 +235,17 @@ impl Partition {
         }
     }
 
+    /// Whether a batch admitted with `leader_epoch` (from [`Self::leader_append_options`])
+    /// may still be staged: the partition is still alone, or still leads at that epoch. Asked
+    /// right before staging, after any wait, with no `.await` in between.
+    pub(super) fn may_stage(&self, leader_epoch: Option<i32>) -> bool {
+        match (&*self.role.borrow(), leader_epoch) {
+            (ReplicaRole::Alone, None) => true,
+            (ReplicaRole::Leader(l), Some(epoch)) => l.leader_epoch().0 == epoch,
+            _ => false,
+        }
+    }
+
     /// acks=all admission before the append: NOT_ENOUGH_REPLICAS when the ISR is smaller
     /// than `min.insync.replicas`.
     pub fn check_acks_all(&self) -> Result<(), PartitionError> {

@@ -490,3 +490,45 @@ fn a_restarted_replica_starts_from_the_hw_it_checkpointed() {
         assert!(cp.contains("high-watermark 7\n"), "{cp}");
     });
 }
+
+// A leader demoted while a produce waits between its leadership check and its staging (the
+// records check, recompression on the blocking pool, an idempotent producer's in-flight
+// batch) must not stage it: the log is a follower's now, and the batch would sit among the
+// new leader's records with the old epoch (Kafka appends under the leader-ISR lock).
+#[test]
+fn a_produce_that_waited_past_a_demotion_is_refused_not_appended() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        // Records are inspected (recompressed), so a produce waits its turn to be checked.
+        p.log.set_config(LogConfig {
+            compression: crate::log::config::TopicCompression::Codec(
+                record_batch::Compression::None,
+            ),
+            ..LogConfig::default()
+        });
+        p.lead(ME, &state(ME, 4, &[1, 2]), config(1), 1)
+            .await
+            .expect("lead");
+        let options = p.leader_append_options(false, 1).expect("leader");
+        // Another produce is being checked: this one waits behind it.
+        let turn = p.checking.enter().await;
+        let producing = {
+            let p = Rc::clone(&p);
+            crate::runtime::spawn(
+                async move { p.produce(&leader_batch(0, 1, -1, None), options).await },
+            )
+        };
+        crate::runtime::sleep(Duration::from_millis(5)).await;
+        p.follow(Some(OTHER), LeaderEpoch(5));
+        drop(turn);
+        let result = producing.await;
+        assert!(
+            matches!(
+                result,
+                Err(crate::idempotence::append::ProduceError::LeadershipChanged)
+            ),
+            "{result:?}"
+        );
+        assert_eq!(p.log.offsets().log_end_offset, 0, "nothing was appended");
+    });
+}
