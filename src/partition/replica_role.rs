@@ -235,6 +235,20 @@ impl Partition {
         }
     }
 
+    /// A leader takes `min.insync.replicas` from the topic config as it is now: a change
+    /// applies to the next acks=all produce and to the HW at once, not at the next
+    /// leadership (Kafka reads the config on every acks=all produce).
+    pub fn refresh_leader_config(&self) {
+        let min = min_insync_replicas(&self.log.config());
+        let moved = match &mut *self.role.borrow_mut() {
+            ReplicaRole::Leader(l) => l.set_min_insync_replicas(min),
+            _ => None,
+        };
+        if let Some(hw) = moved {
+            self.high_watermark_moved(hw);
+        }
+    }
+
     /// Whether a batch admitted with `leader_epoch` (from [`Self::leader_append_options`])
     /// may still be staged: the partition is still alone, or still leads at that epoch. Asked
     /// right before staging, after any wait, with no `.await` in between.
@@ -249,6 +263,7 @@ impl Partition {
     /// acks=all admission before the append: NOT_ENOUGH_REPLICAS when the ISR is smaller
     /// than `min.insync.replicas`.
     pub fn check_acks_all(&self) -> Result<(), PartitionError> {
+        self.refresh_leader_config();
         match &*self.role.borrow() {
             ReplicaRole::Alone => Ok(()),
             ReplicaRole::Leader(l) => l.check_acks_all_admission().map_err(|e| {
@@ -747,6 +762,11 @@ impl Partition {
             .await
             .map_err(|e| LogError::from_io(&dir, "writing the leader epoch checkpoint", e))
     }
+}
+
+/// A topic's `min.insync.replicas` as a leader counts it (at least the leader itself).
+pub fn min_insync_replicas(config: &crate::log::LogConfig) -> usize {
+    config.min_insync_replicas.max(1) as usize
 }
 
 #[cfg(test)]

@@ -337,6 +337,10 @@ fn losing_leadership_answers_acks_all_at_once() {
 fn acks_all_is_refused_before_appending_when_the_isr_is_too_small() {
     run(|dir| async move {
         let p = follower(&dir).await;
+        p.log.set_config(LogConfig {
+            min_insync_replicas: 2,
+            ..LogConfig::default()
+        });
         p.lead(ME, &state(ME, 4, &[1]), config(2), 1)
             .await
             .expect("lead");
@@ -530,5 +534,34 @@ fn a_produce_that_waited_past_a_demotion_is_refused_not_appended() {
             "{result:?}"
         );
         assert_eq!(p.log.offsets().log_end_offset, 0, "nothing was appended");
+    });
+}
+
+// `min.insync.replicas` changed at runtime applies to the next acks=all produce, as Kafka reads
+// the topic config on every one; it was fixed at the leadership's start.
+#[test]
+fn a_changed_min_insync_replicas_applies_without_a_new_leadership() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        p.log.set_config(LogConfig {
+            min_insync_replicas: 2,
+            ..LogConfig::default()
+        });
+        p.lead(ME, &state(ME, 4, &[1]), config(2), 1)
+            .await
+            .expect("lead");
+        let refused = p.check_acks_all().expect_err("ISR 1 < min 2");
+        assert_eq!(refused.code, ResponseError::NotEnoughReplicas.code());
+        p.log.set_config(LogConfig {
+            min_insync_replicas: 1,
+            ..LogConfig::default()
+        });
+        p.check_acks_all().expect("ISR 1 >= min 1 now");
+        p.log.set_config(LogConfig {
+            min_insync_replicas: 2,
+            ..LogConfig::default()
+        });
+        let refused = p.check_acks_all().expect_err("min 2 again");
+        assert_eq!(refused.code, ResponseError::NotEnoughReplicas.code());
     });
 }

@@ -449,6 +449,17 @@ impl LeaderState {
         }
     }
 
+    /// `min.insync.replicas` as the topic config has it now (it may change at runtime; Kafka
+    /// reads it on every acks=all produce). Returns the new HW if it advanced (a lower
+    /// minimum can free it).
+    pub fn set_min_insync_replicas(&mut self, min_insync_replicas: usize) -> Option<i64> {
+        if self.config.min_insync_replicas == min_insync_replicas {
+            return None;
+        }
+        self.config.min_insync_replicas = min_insync_replicas;
+        self.maybe_advance_hw(self.clock_ms)
+    }
+
     /// acks=all admission before the append: the committed ISR must reach the min ISR.
     pub fn check_acks_all_admission(&self) -> Result<(), AcksAllError> {
         let min = self.effective_min_isr();

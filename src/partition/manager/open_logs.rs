@@ -44,6 +44,7 @@ impl PartitionManager {
                 if let Some(p) = self.get(&topic.name, index) {
                     if p.log.config() != log_config {
                         p.log.set_config(log_config.clone());
+                        p.refresh_leader_config();
                     }
                     continue;
                 }

@@ -125,7 +125,9 @@ impl ReplicaManager {
 
     fn leader_config(&self, p: &Partition) -> LeaderConfig {
         LeaderConfig {
-            min_insync_replicas: p.log.config().min_insync_replicas.max(1) as usize,
+            min_insync_replicas: crate::partition::replica_role::min_insync_replicas(
+                &p.log.config(),
+            ),
             replica_lag_time_max_ms: self.settings.replica_lag_time_max_ms as i64,
         }
     }
