@@ -648,6 +648,15 @@ impl Partition {
         }
     }
 
+    /// The ISR change in flight (with the epochs it stands on now), if this broker still
+    /// leads at `epoch` and one is pending.
+    pub fn pending_isr_proposal(&self, epoch: LeaderEpoch) -> Option<IsrProposal> {
+        match &*self.role.borrow() {
+            ReplicaRole::Leader(l) if l.leader_epoch() == epoch => l.pending_proposal(),
+            _ => None,
+        }
+    }
+
     /// The controller refused (or never answered) the ISR proposal: it may be asked again.
     pub fn isr_rejected(&self, epoch: LeaderEpoch) {
         if let ReplicaRole::Leader(l) = &mut *self.role.borrow_mut() {

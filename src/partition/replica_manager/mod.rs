@@ -24,18 +24,18 @@ use std::time::Duration;
 
 use super::manager::PartitionManager;
 use super::Partition;
-use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::published::{ClusterSummary, PublishedCluster};
-use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
 use crate::model::BrokerId;
-use crate::protocol::ResponseError;
-use crate::replication::leader_state::{IsrProposal, LeaderConfig};
+use crate::replication::leader_state::LeaderConfig;
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
 use crate::util::shutdown::ShutdownSignal;
 
 mod fetcher;
+mod isr_changes;
 pub mod out_of_range;
+
+pub use isr_changes::IsrChannel;
 
 /// The Fetch version followers send: the first with `LastFetchedEpoch` and
 /// `DivergingEpoch`, still naming topics (v13 names them by id).
@@ -45,8 +45,6 @@ const REPLICA_FETCH_VERSION: i16 = 12;
 const ROLE_POLL: Duration = Duration::from_millis(250);
 /// A fetcher's pause after a failed round (connection refused, an error answer).
 const FETCH_BACKOFF: Duration = Duration::from_millis(100);
-/// How long an AlterPartition may take (the controller may be electing).
-const ALTER_PARTITION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The replication settings (Kafka's names).
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +71,7 @@ pub struct ReplicaManager {
     incarnation: uuid::Uuid,
     settings: ReplicaSettings,
     /// This shard's own line to the controller (AlterPartition).
-    link: ControllerLink,
+    link: Rc<dyn IsrChannel>,
     /// The shard's partitions.
     partitions: Rc<PartitionManager>,
     /// The metadata the broker last published (cluster mode's view of leaders and ISRs).
@@ -94,7 +92,7 @@ impl ReplicaManager {
         me: BrokerId,
         incarnation: uuid::Uuid,
         settings: ReplicaSettings,
-        voters: Vec<(BrokerId, String)>,
+        link: Rc<dyn IsrChannel>,
         partitions: Rc<PartitionManager>,
         published: Arc<PublishedCluster>,
         roles: Rc<dyn RoleListener>,
@@ -103,7 +101,7 @@ impl ReplicaManager {
             me,
             incarnation,
             settings,
-            link: ControllerLink::new(voters),
+            link,
             partitions,
             published,
             roles,
@@ -228,55 +226,5 @@ impl ReplicaManager {
                 manager.submit_isr_change(&p, proposal);
             }
         }
-    }
-
-    /// Sends an ISR change to the controller and applies its answer (in the background).
-    fn submit_isr_change(self: &Rc<Self>, p: &Rc<Partition>, proposal: IsrProposal) {
-        let manager = self;
-        let summary = manager.summary();
-        let meta = &summary.metadata;
-        let (Some(topic), Some(me)) = (meta.topic_by_name(&p.topic), meta.broker(manager.me))
-        else {
-            p.isr_rejected(proposal.leader_epoch);
-            return;
-        };
-        let request = AlterPartitionRequest {
-            broker_id: manager.me,
-            broker_epoch: me.epoch,
-            topic_id: topic.id,
-            partition: p.index as u32,
-            leader_epoch: proposal.leader_epoch,
-            partition_epoch: proposal.partition_epoch,
-            new_isr: proposal.new_isr.clone(),
-        };
-        let (manager, p) = (Rc::clone(manager), Rc::clone(p));
-        runtime::spawn_detached(async move {
-            tracing::info!(topic = %p.topic, partition = p.index, isr = ?request.new_isr, "asking the controller for an ISR change");
-            match manager
-                .link
-                .alter_partition(request, ALTER_PARTITION_TIMEOUT)
-                .await
-            {
-                Ok(c)
-                    if c.leader == Some(manager.me) && c.leader_epoch == proposal.leader_epoch =>
-                {
-                    p.isr_committed(proposal.leader_epoch, c.isr, c.partition_epoch);
-                }
-                // Our view is stale: the change stays pending (nothing more is proposed) until
-                // the metadata brings the newer partition state (Kafka's rule).
-                Err(ForwardError::Refused(r))
-                    if r.code == ResponseError::FencedLeaderEpoch.code()
-                        || r.code == ResponseError::InvalidUpdateVersion.code() =>
-                {
-                    tracing::info!(topic = %p.topic, partition = p.index, refused = %r.message, "ISR change refused on a stale view; waiting for the metadata");
-                }
-                outcome => {
-                    tracing::info!(topic = %p.topic, partition = p.index, ?outcome, "ISR change not applied");
-                    // Not at once: the next fetch would propose the same change again.
-                    runtime::sleep(FETCH_BACKOFF).await;
-                    p.isr_rejected(proposal.leader_epoch);
-                }
-            }
-        });
     }
 }

@@ -1,6 +1,6 @@
 //! A simulated broker: its metadata view, and per partition a replica that leads (with the
 //! real [`LeaderState`]) or follows, exactly as `partition::replica_role` and
-//! `shard::replica_manager` do, with messages instead of I/O. The decisions are the pure
+//! `partition::replica_manager` do, with messages instead of I/O. The decisions are the pure
 //! functions the broker calls ([`replica_fetch`], `LeaderState`, `LeaderEpochCache`).
 
 use std::collections::BTreeMap;
@@ -13,12 +13,16 @@ use crate::controller::cluster_metadata::{ClusterMetadata, PartitionState};
 use crate::controller::records::MetadataRecord;
 use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset};
 use crate::protocol::ResponseError;
+use crate::replication::isr_answer::{isr_action, IsrAction, IsrAnswer};
 use crate::replication::leader_state::{AcksAllStatus, IsrProposal, LeaderConfig, LeaderState};
 use crate::replication::replica_fetch::{self, FetchDecision};
 
 use super::model_log::{Batch, Disk};
 use super::network::{Asked, Committed, Envelope, FetchAnswer, Message, Node};
 use super::{Bug, Ctx, HEARTBEAT_MS, ISR_ANSWER_TIMEOUT_MS, LAG_MS, MIN_ISR};
+
+/// The pause before an ISR change whose outcome is unknown is sent again.
+const ISR_RETRY_MS: u64 = 200;
 
 /// How long a follower waits for a fetch answer before asking again.
 const FETCH_TIMEOUT_MS: u64 = 600;
@@ -282,17 +286,19 @@ impl Broker {
         let partitions: Vec<usize> = self.replicas.keys().copied().collect();
         for p in partitions {
             let r = self.replicas.get_mut(&p).expect("listed");
+            // An ISR change not answered in time, or to be retried: sent again while it is
+            // pending (`send_isr_change`); it may still commit, so it is not given up.
+            let mut resend = None;
             if let Some((epoch, deadline)) = r.isr_deadline {
                 if ctx.now >= deadline {
                     r.isr_deadline = None;
-                    if let Role::Leader(l) = &mut r.role {
-                        if l.leader_epoch() == epoch {
-                            l.on_isr_rejected();
-                        }
+                    if let Role::Leader(l) = &r.role {
+                        resend = l.pending_proposal().filter(|_| l.leader_epoch() == epoch);
                     }
                 }
             }
             let proposal = match &mut r.role {
+                _ if resend.is_some() => resend,
                 Role::Leader(l) if isr_check => {
                     l.maybe_advance_hw(local);
                     l.check_shrink(local)
@@ -410,7 +416,7 @@ impl Broker {
                 leader_epoch,
                 answer,
             } => {
-                self.apply_isr_answer(partition, leader_epoch, answer);
+                self.apply_isr_answer(partition, leader_epoch, answer, ctx.now);
                 self.answer_waiting(partition, ctx);
             }
             _ => {}
@@ -567,6 +573,7 @@ impl Broker {
         p: usize,
         leader_epoch: LeaderEpoch,
         answer: Result<Committed, i16>,
+        now: u64,
     ) {
         let Some(r) = self.replicas.get_mut(&p) else {
             return;
@@ -580,17 +587,25 @@ impl Broker {
         if l.leader_epoch() != leader_epoch {
             return;
         }
-        let stale = [
-            ResponseError::FencedLeaderEpoch.code(),
-            ResponseError::InvalidUpdateVersion.code(),
-        ];
-        match answer {
-            Ok(c) if c.leader == Some(self.id) && c.leader_epoch == leader_epoch => {
-                l.on_isr_committed(c.isr, c.partition_epoch);
+        let answer = match answer {
+            Ok(c) => IsrAnswer::Committed {
+                leader: c.leader,
+                leader_epoch: c.leader_epoch,
+                isr: c.isr,
+                partition_epoch: c.partition_epoch,
+            },
+            Err(code) => IsrAnswer::Refused(code),
+        };
+        match isr_action(&answer, self.id, leader_epoch) {
+            IsrAction::Apply {
+                isr,
+                partition_epoch,
+            } => {
+                l.on_isr_committed(isr, partition_epoch);
             }
-            // A stale view: the change stays pending until the metadata brings news.
-            Err(code) if stale.contains(&code) => {}
-            _ => l.on_isr_rejected(),
+            IsrAction::Revert => l.on_isr_rejected(),
+            // Still pending: sent again after a pause, unless the metadata settles it.
+            IsrAction::Retry => r.isr_deadline = Some((leader_epoch, now + ISR_RETRY_MS)),
         }
     }
 
