@@ -55,8 +55,14 @@ pub async fn run(
         )
         .await;
         let Some(woke) = woke else { return };
-        let status = node.status();
-        if !status.is_leader {
+        let mut status = node.status();
+        if status.is_leader && !status.leader_caught_up && woke.is_some() {
+            status = caught_up(&node, &shutdown).await;
+        }
+        if !status.is_leader || !status.leader_caught_up {
+            // Not leading, or leading but not yet applied what earlier leaders committed:
+            // a decision on that older view could hand out a producer-id block twice or
+            // undo a committed ISR change.
             active = None;
         } else if active.as_ref().is_none_or(|(term, _)| *term != status.term) {
             tracing::info!(term = status.term, "this node is the active controller");
@@ -65,9 +71,9 @@ pub async fn run(
         // `None`: woken by the session check's deadline.
         if let Some((request, reply)) = woke {
             let Some((_, controller)) = active.as_mut() else {
-                reply.send(ControllerResponse::NotController {
-                    leader: status.leader,
-                });
+                // A leader still catching up names no controller: asked again, it answers.
+                let leader = status.leader.filter(|_| !status.is_leader);
+                reply.send(ControllerResponse::NotController { leader });
                 continue;
             };
             // Shutdown does not wait for a proposal that cannot commit (no quorum).
@@ -96,6 +102,27 @@ pub async fn run(
     }
 }
 
+/// How long a request waits for a new leader to apply its term's first entry before it is
+/// answered NOT_CONTROLLER (the broker asks again).
+const CATCH_UP_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits (at most [`CATCH_UP_WAIT`]) until this node, if it still leads, has applied an entry
+/// of its own term; returns the status then.
+async fn caught_up(node: &QuorumNode, shutdown: &ShutdownSignal) -> super::node::QuorumStatus {
+    let started = Instant::now();
+    loop {
+        let status = node.status();
+        if !status.is_leader
+            || status.leader_caught_up
+            || started.elapsed() >= CATCH_UP_WAIT
+            || shutdown.is_triggered()
+        {
+            return status;
+        }
+        futures_lite::future::or(node.changed(Duration::from_millis(50)), shutdown.wait()).await;
+    }
+}
+
 /// How long a decision may take to commit before the request is answered without it (a
 /// leader that lost its quorum would wait forever). The records may still commit later;
 /// they carry the versions they were decided on, so a late one is harmless.
@@ -110,6 +137,14 @@ async fn propose_at(
     node: &QuorumNode,
     records: Vec<MetadataRecord>,
 ) -> Result<MetadataOffset, ProposeError> {
+    propose_applied(node, records).await.map(|(last, _)| last)
+}
+
+/// [`propose_at`], with the number of records skipped when applied.
+async fn propose_applied(
+    node: &QuorumNode,
+    records: Vec<MetadataRecord>,
+) -> Result<(MetadataOffset, usize), ProposeError> {
     let count = records.len() as u64;
     if count == 0 {
         return Err(ProposeError::Empty);
@@ -120,8 +155,8 @@ async fn propose_at(
             "not committed within {PROPOSE_TIMEOUT:?}"
         )))
     };
-    match futures_lite::future::or(node.propose(records), timed_out).await {
-        Ok(first) => Ok(MetadataOffset(first.0 + count - 1)),
+    match futures_lite::future::or(node.propose_applied(records), timed_out).await {
+        Ok((first, skipped)) => Ok((MetadataOffset(first.0 + count - 1), skipped)),
         Err(e) => {
             tracing::debug!(error = %e, "controller decision not committed");
             Err(e)
@@ -292,10 +327,10 @@ async fn allocate_producer_ids(
     let Some((start, end)) = block else {
         return refused("no producer id block decided", -1);
     };
-    match propose_at(node, records).await {
-        Ok(_) if node.view().get().next_producer_id() >= end => {
-            ControllerResponse::ProducerIds { start, end }
-        }
+    // Confirmed by its own record having applied: one decided on a view that was no longer
+    // current is skipped, and the ids it named may be someone else's.
+    match propose_applied(node, records).await {
+        Ok((_, 0)) => ControllerResponse::ProducerIds { start, end },
         Ok(_) => refused("the producer id block was not applied; retry", -1),
         Err(e) => not_committed(e),
     }

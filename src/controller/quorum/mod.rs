@@ -32,6 +32,8 @@ mod active_tests;
 #[cfg(test)]
 mod cluster_tests;
 #[cfg(test)]
+mod failover_tests;
+#[cfg(test)]
 mod log_store_tests;
 #[cfg(test)]
 mod state_machine_tests;
@@ -53,10 +55,12 @@ pub const METADATA_LOG_DIR: &str = "__cluster_metadata-0";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetadataBatch(pub Vec<MetadataRecord>);
 
-/// What applying a batch returns: the offset of its first record (its others follow it).
+/// What applying a batch returns: the offset of its first record (its others follow it),
+/// and how many of its records changed nothing (decided on a state that no longer held).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchApplied {
     pub first_offset: Option<MetadataOffset>,
+    pub skipped: usize,
 }
 
 openraft::declare_raft_types!(

@@ -42,6 +42,9 @@ pub struct QuorumConfig {
     pub heartbeat_interval_ms: u64,
     /// Entries after which a snapshot is taken (and the log before it purged).
     pub snapshot_after_entries: u64,
+    /// Tests: while set, the state machine applies nothing (its log still grows).
+    #[cfg(test)]
+    pub apply_gate: Option<Rc<std::cell::Cell<bool>>>,
 }
 
 impl QuorumConfig {
@@ -54,6 +57,8 @@ impl QuorumConfig {
             election_timeout_ms: 1_000,
             heartbeat_interval_ms: 200,
             snapshot_after_entries: 1_000,
+            #[cfg(test)]
+            apply_gate: None,
         }
     }
 
@@ -115,6 +120,9 @@ pub struct QuorumStatus {
     pub leader: Option<BrokerId>,
     pub term: u64,
     pub is_leader: bool,
+    /// The leader has applied an entry of its own term, so everything earlier leaders
+    /// committed too: only then may it decide as the active controller (KRaft's rule).
+    pub leader_caught_up: bool,
     pub last_log_index: Option<u64>,
     pub last_applied_index: Option<u64>,
     pub applied_offset: Option<MetadataOffset>,
@@ -160,6 +168,8 @@ impl QuorumNode {
                 dir: config.dir.clone(),
                 source,
             })?;
+        #[cfg(test)]
+        let state_machine = state_machine.with_apply_gate(config.apply_gate.clone());
         let view = state_machine.view();
         let raft = Raft::new(
             config.node_id,
@@ -204,6 +214,15 @@ impl QuorumNode {
         &self,
         records: Vec<MetadataRecord>,
     ) -> Result<MetadataOffset, ProposeError> {
+        self.propose_applied(records).await.map(|(first, _)| first)
+    }
+
+    /// [`Self::propose`], also telling how many of the records were skipped when applied
+    /// (decided on a state that no longer held: they changed nothing).
+    pub async fn propose_applied(
+        &self,
+        records: Vec<MetadataRecord>,
+    ) -> Result<(MetadataOffset, usize), ProposeError> {
         if records.is_empty() {
             return Err(ProposeError::Empty);
         }
@@ -211,6 +230,7 @@ impl QuorumNode {
             Ok(reply) => reply
                 .data
                 .first_offset
+                .map(|first| (first, reply.data.skipped))
                 .ok_or_else(|| ProposeError::Failed("a batch applied without an offset".into())),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => Err(NotLeader {
                 leader: f.leader_id,
@@ -248,6 +268,9 @@ impl QuorumNode {
             leader: m.current_leader,
             term: m.current_term,
             is_leader: m.state == ServerState::Leader,
+            leader_caught_up: m.state == ServerState::Leader
+                && m.last_applied
+                    .is_some_and(|l| l.leader_id.term == m.current_term),
             last_log_index: m.last_log_index,
             last_applied_index: m.last_applied.map(|l| l.index),
             applied_offset: self.view.applied_offset(),

@@ -135,6 +135,9 @@ pub struct MetadataStateMachine {
     last_applied: Option<LogId>,
     membership: StoredMembership<BrokerId, BasicNode>,
     current: Rc<RefCell<Option<StoredSnapshot>>>,
+    /// Tests: while set, applying waits (a node whose state machine lags its log).
+    #[cfg(test)]
+    apply_gate: Option<Rc<std::cell::Cell<bool>>>,
 }
 
 impl MetadataStateMachine {
@@ -161,7 +164,16 @@ impl MetadataStateMachine {
             last_applied,
             membership,
             current: Rc::new(RefCell::new(stored)),
+            #[cfg(test)]
+            apply_gate: None,
         })
+    }
+
+    /// Tests: applying waits while `gate` is set.
+    #[cfg(test)]
+    pub fn with_apply_gate(mut self, gate: Option<Rc<std::cell::Cell<bool>>>) -> Self {
+        self.apply_gate = gate;
+        self
     }
 
     pub fn view(&self) -> Rc<MetadataView> {
@@ -171,23 +183,32 @@ impl MetadataStateMachine {
     fn apply_entry(&mut self, entry: Entry) -> BatchApplied {
         self.last_applied = Some(entry.log_id);
         match entry.payload {
-            EntryPayload::Blank => BatchApplied { first_offset: None },
+            EntryPayload::Blank => BatchApplied {
+                first_offset: None,
+                skipped: 0,
+            },
             EntryPayload::Membership(m) => {
                 self.membership = StoredMembership::new(Some(entry.log_id), m);
-                BatchApplied { first_offset: None }
+                BatchApplied {
+                    first_offset: None,
+                    skipped: 0,
+                }
             }
             EntryPayload::Normal(batch) => {
                 let mut meta = self.view.meta.borrow_mut();
                 let first = MetadataOffset(meta.applied_offset().map_or(1, |o| o.0 + 1));
+                let mut skipped_records = 0;
                 for (i, record) in batch.0.iter().enumerate() {
                     let offset = MetadataOffset(first.0 + i as u64);
                     // A skipped record is part of the log all the same (records.rs).
                     if let Err(skipped) = meta.apply(offset, record) {
                         tracing::debug!(%offset, ?skipped, "metadata record skipped");
+                        skipped_records += 1;
                     }
                 }
                 BatchApplied {
                     first_offset: (!batch.0.is_empty()).then_some(first),
+                    skipped: skipped_records,
                 }
             }
         }
@@ -234,6 +255,12 @@ impl RaftStateMachine<MetadataRaft> for MetadataStateMachine {
     where
         I: IntoIterator<Item = Entry>,
     {
+        #[cfg(test)]
+        if let Some(gate) = self.apply_gate.clone() {
+            while gate.get() {
+                crate::runtime::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
         let replies: Vec<BatchApplied> = entries.into_iter().map(|e| self.apply_entry(e)).collect();
         let applied = self.view.meta.borrow().applied_offset();
         self.view.applied.send_replace(applied);

@@ -115,3 +115,42 @@ fn a_damaged_snapshot_file_is_refused() {
     })
     .expect("executor");
 }
+
+/// A producer-id block decided on an older view (its start is no longer the next free id) is
+/// skipped, and the apply says so: the controller confirms a block only from its own record
+/// having applied, never from the ids having moved past it (someone else's block moves them).
+#[test]
+fn a_stale_producer_id_block_is_reported_skipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime::block_on(async {
+        let mut sm = open(dir.path()).await;
+        sm.apply([batch(1, &[7, 8])]).await.expect("registers");
+        let block = |broker: i32| {
+            let epoch = sm
+                .view()
+                .get()
+                .broker(BrokerId(broker))
+                .expect("registered")
+                .epoch;
+            MetadataRecord::ProducerIdBlock(crate::controller::records::ProducerIdBlockAllocation {
+                broker_id: BrokerId(broker),
+                broker_epoch: epoch,
+                start: 0,
+                size: 1_000,
+            })
+        };
+        let (first, stale) = (block(7), block(8));
+        let entry = |index, record| Entry {
+            log_id: log_id(index),
+            payload: EntryPayload::Normal(MetadataBatch(vec![record])),
+        };
+        let replies = sm
+            .apply([entry(2, first), entry(3, stale)])
+            .await
+            .expect("applies");
+        let skipped: Vec<usize> = replies.iter().map(|r| r.skipped).collect();
+        assert_eq!(skipped, vec![0, 1]);
+        assert_eq!(sm.view().get().next_producer_id(), 1_000);
+    })
+    .expect("executor");
+}
