@@ -500,8 +500,16 @@ impl GroupService {
             let options = p
                 .leader_append_options(true, now)
                 .map_err(|e| GroupAppendError::Replication(e.message))?;
-            p.append_own(&batches, options).await?;
+            let epoch = p.leading_epoch();
+            let info = p.append_own(&batches, options).await?;
+            p.notify_append();
             p.after_leader_append();
+            // Nothing is deleted before every in-sync replica has the rewrite (acks=all): a
+            // follower elected without it would hold neither the old records nor the new.
+            // Not replicated in time: the next round appends the state again.
+            p.wait_acks_all(epoch, info.last_offset, OFFSETS_COMMIT_TIMEOUT)
+                .await
+                .map_err(|e| GroupAppendError::Replication(e.message))?;
         }
         let start = p.log.delete_records_before(keep_from).await?;
         tracing::info!(
@@ -562,3 +570,7 @@ impl From<ProduceError> for GroupAppendError {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "service_tests.rs"]
+mod tests;
