@@ -16,6 +16,11 @@ pub enum EpochFenceError {
     /// UNKNOWN_LEADER_EPOCH (75): the requester knows a newer epoch than this leader.
     #[error("leader epoch {given} is newer than {mine}")]
     Unknown { given: i32, mine: i32 },
+    /// OFFSET_OUT_OF_RANGE (1): where the follower's last fetched epoch ends is not known here
+    /// (newer than every epoch of this log). Kafka answers so; the follower then moves its
+    /// log to the leader's bounds. A DivergingEpoch of (-1, -1) made it fetch again forever.
+    #[error("the end of the last fetched epoch {last_fetched} is not known here")]
+    UnknownLastFetchedEpoch { last_fetched: i32 },
 }
 
 impl EpochFenceError {
@@ -23,6 +28,9 @@ impl EpochFenceError {
         match self {
             EpochFenceError::Fenced { .. } => kafka_protocol::ResponseError::FencedLeaderEpoch,
             EpochFenceError::Unknown { .. } => kafka_protocol::ResponseError::UnknownLeaderEpoch,
+            EpochFenceError::UnknownLastFetchedEpoch { .. } => {
+                kafka_protocol::ResponseError::OffsetOutOfRange
+            }
         }
     }
 }
@@ -64,6 +72,11 @@ pub fn check_follower_fetch(
     check_leader_epoch(current_leader_epoch, my_epoch.0)?;
     if last_fetched_epoch >= 0 {
         let (epoch, end_offset) = epochs.end_offset_for(LeaderEpoch(last_fetched_epoch), leo);
+        if epoch < 0 || end_offset < 0 {
+            return Err(EpochFenceError::UnknownLastFetchedEpoch {
+                last_fetched: last_fetched_epoch,
+            });
+        }
         if epoch != last_fetched_epoch || end_offset < fetch_offset {
             return Ok(FetchDecision::Diverging { epoch, end_offset });
         }

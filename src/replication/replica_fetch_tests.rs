@@ -2,7 +2,7 @@
 //! AbstractFetcherThread's truncation and HW rules).
 
 use super::*;
-use crate::replication::epoch_cache::{EpochEntry, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
+use crate::replication::epoch_cache::EpochEntry;
 
 /// Epochs 0@0, 2@10, 4@20; LEO 30.
 fn leader_epochs() -> LeaderEpochCache {
@@ -65,8 +65,13 @@ fn divergence_by_last_fetched_epoch() {
         // An epoch the leader never had: the largest before it, ending where the next starts.
         (12, 3, diverging(2, 20)),
         (12, 1, diverging(0, 10)),
-        // Newer than anything the leader has: undefined.
-        (12, 7, diverging(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)),
+        // Newer than anything the leader has: its end is unknown, OFFSET_OUT_OF_RANGE (as
+        // Kafka), not a DivergingEpoch of (-1, -1) the follower cannot act on.
+        (
+            12,
+            7,
+            Err(EpochFenceError::UnknownLastFetchedEpoch { last_fetched: 7 }),
+        ),
         // No epoch yet (an empty follower): nothing to check.
         (0, -1, read),
     ];
