@@ -489,6 +489,16 @@ impl Partition {
         let ReplicaRole::Leader(leader) = &mut *role else {
             return Err(not_leader(&self.topic, self.index));
         };
+        // Not one of its replicas: it would read past the HW (Kafka refuses it so too).
+        if !leader.is_follower(follower) {
+            return Err(PartitionError::new(
+                ResponseError::NotLeaderOrFollower.code(),
+                format!(
+                    "broker {follower} is not a replica of {}-{}",
+                    self.topic, self.index
+                ),
+            ));
+        }
         let decision = replica_fetch::check_follower_fetch(
             &epochs,
             leo,

@@ -565,3 +565,22 @@ fn a_changed_min_insync_replicas_applies_without_a_new_leadership() {
         assert_eq!(refused.code, ResponseError::NotEnoughReplicas.code());
     });
 }
+
+// A fetch naming a replica id that is not a replica of the partition reads nothing: it would
+// read past the HW (a follower's fetch reads to the log end). Kafka answers
+// NOT_LEADER_OR_FOLLOWER ("Received fetch request from non-replica").
+#[test]
+fn a_fetch_from_a_broker_that_is_not_a_replica_is_refused() {
+    run(|dir| async move {
+        let p = follower(&dir).await;
+        p.lead(ME, &state(ME, 4, &[1, 2]), config(1), 1)
+            .await
+            .expect("lead");
+        let refused = p
+            .check_replica_fetch(BrokerId(9), 0, 4, -1, 1)
+            .expect_err("broker 9 is not a replica");
+        assert_eq!(refused.code, ResponseError::NotLeaderOrFollower.code());
+        p.check_replica_fetch(OTHER, 0, 4, -1, 1)
+            .expect("the follower fetches");
+    });
+}

@@ -286,7 +286,7 @@ impl LeaderState {
     /// A follower fetched at `fetch_offset` (its LEO) at `now_ms`, when the leader's LEO was
     /// `leader_leo`. Updates its caught-up time, maybe proposes adding it to the ISR, and
     /// returns the new HW if it advanced. A broker that is not a replica is ignored: the
-    /// caller answers it UNKNOWN_LEADER_EPOCH (see [`is_follower`](Self::is_follower)).
+    /// caller answers it NOT_LEADER_OR_FOLLOWER (see [`is_follower`](Self::is_follower)).
     pub fn on_follower_fetch(
         &mut self,
         follower: BrokerId,
