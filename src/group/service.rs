@@ -206,6 +206,10 @@ impl GroupService {
         let options = p
             .leader_append_options(self.fsync_on_acks_all, now)
             .map_err(|e| GroupAppendError::Replication(e.message))?;
+        // As any acks=all write: refused before appending when the ISR is below
+        // `min.insync.replicas` (Kafka's coordinator answers COORDINATOR_NOT_AVAILABLE).
+        p.check_acks_all()
+            .map_err(|e| GroupAppendError::Replication(e.message))?;
         let epoch = p.leading_epoch();
         let info = p.append_own(&batch, options).await?;
         p.notify_append();

@@ -36,11 +36,20 @@ impl GroupHost for OnePartition {
 
 /// `__consumer_offsets-0` led here with ISR [1, 2], holding `records` old records.
 async fn leading(dir: &std::path::Path, records: usize) -> Rc<Partition> {
-    let log = Log::open(dir, LogConfig::default()).await.expect("open");
+    leading_with(dir, records, &[ME, FOLLOWER], LogConfig::default()).await
+}
+
+async fn leading_with(
+    dir: &std::path::Path,
+    records: usize,
+    isr: &[BrokerId],
+    config: LogConfig,
+) -> Rc<Partition> {
+    let log = Log::open(dir, config).await.expect("open");
     let p = Rc::new(Partition::replicated(OFFSETS_TOPIC.into(), 0, log));
     let state = PartitionState {
         replicas: vec![ME, FOLLOWER],
-        isr: vec![ME, FOLLOWER],
+        isr: isr.to_vec(),
         leader: Some(ME),
         leader_epoch: LeaderEpoch(1),
         partition_epoch: PartitionEpoch(1),
@@ -103,6 +112,31 @@ fn the_rewrite_deletes_nothing_before_the_in_sync_replicas_have_it() {
             old_end,
             "once replicated, what the rewrite replaces is deleted"
         );
+    })
+    .expect("executor");
+}
+
+/// Group records are acks=all writes: with the ISR below `min.insync.replicas` they are
+/// refused before anything is appended (Kafka's coordinator answers the client
+/// COORDINATOR_NOT_AVAILABLE then), not appended and left to time out.
+#[test]
+fn a_group_commit_under_min_isr_appends_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    crate::runtime::block_on(async move {
+        let config = LogConfig {
+            min_insync_replicas: 2,
+            ..LogConfig::default()
+        };
+        let p = leading_with(&path, 0, &[ME], config).await;
+        let service = GroupService::new(GroupConfig::default(), false);
+        let host = OnePartition(Rc::clone(&p));
+        let result = service.append_records(&host, 0, &live_state()).await;
+        assert!(
+            matches!(result, Err(GroupAppendError::Replication(_))),
+            "{result:?}"
+        );
+        assert_eq!(p.log.offsets().written_end_offset, 0, "nothing appended");
     })
     .expect("executor");
 }
