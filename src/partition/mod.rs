@@ -87,6 +87,9 @@ pub struct Partition {
     pub(super) role: RefCell<ReplicaRole>,
     /// `leader-epoch-checkpoint`: where each leader epoch starts in this log.
     pub(super) epochs: RefCell<LeaderEpochCache>,
+    /// The epoch cache changed since its checkpoint was last written (a write failed): the
+    /// next leadership writes it even if its own entry is already there.
+    pub(super) epochs_unsaved: Cell<bool>,
     /// acks=all produces waiting for the HW to pass their last offset (or the role to
     /// change), with that offset.
     pub(super) hw_waiters: RefCell<Vec<(i64, local_oneshot::Sender<()>)>>,
@@ -116,6 +119,7 @@ impl Partition {
             checking: Exclusive::new(),
             role: RefCell::new(ReplicaRole::Alone),
             epochs: RefCell::new(LeaderEpochCache::new()),
+            epochs_unsaved: Cell::new(false),
             hw_waiters: RefCell::new(Vec::new()),
             low_watermark_waiters: RefCell::new(Vec::new()),
             replica_io: Exclusive::new(),

@@ -406,7 +406,8 @@ impl Partition {
         let leo = self.log.offsets().log_end_offset;
         let previous_hw = self.high_watermark();
         let changed = self.epochs.borrow_mut().assign(state.leader_epoch, leo);
-        if changed {
+        // An entry assigned by an attempt whose write failed is written now.
+        if changed || self.epochs_unsaved.get() {
             self.write_epochs().await?;
         }
         let epoch_start = self
@@ -777,9 +778,12 @@ impl Partition {
     pub async fn write_epochs(&self) -> Result<(), LogError> {
         let dir = self.log.dir().to_path_buf();
         let cache = self.epochs.borrow().clone();
+        self.epochs_unsaved.set(true);
         epoch_cache::write_checkpoint(&dir, &cache)
             .await
-            .map_err(|e| LogError::from_io(&dir, "writing the leader epoch checkpoint", e))
+            .map_err(|e| LogError::from_io(&dir, "writing the leader epoch checkpoint", e))?;
+        self.epochs_unsaved.set(false);
+        Ok(())
     }
 }
 

@@ -2,102 +2,15 @@
 //! [`IsrChannel`]: what a leader does when an ISR change's answer is lost, refused on a stale
 //! view, or definite (issue 32, findings 1 and 6).
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
-use std::sync::Arc;
-
-use uuid::Uuid;
 
 use super::*;
-use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::published::{ClusterSummary, PublishedCluster};
 use crate::controller::quorum::controller_link::CommittedPartition;
-use crate::controller::records::{
-    BrokerFencing, CreateTopic, MetadataRecord, NewPartition, RegisterBroker,
-};
 use crate::controller::topic_changes::ChangeRefused;
-use crate::log::LogConfig;
-use crate::metadata::StoredMetadata;
-use crate::model::{BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
-use crate::partition::manager::{ManagerSettings, PartitionManager};
-use crate::partition::replica_manager::{ReplicaManager, ReplicaSettings, RoleListener};
+use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::partition::replica_manager::test_support::{manager, Scripted, LAG_MS, ME, NEW};
+use crate::partition::replica_manager::ReplicaManager;
 use crate::protocol::batch_builder::BatchBuilder;
-
-const ME: BrokerId = BrokerId(1);
-const NEW: BrokerId = BrokerId(2);
-const TOPIC_ID: Uuid = Uuid::from_u128(7);
-const LAG_MS: i64 = 10_000;
-
-/// The controller as a script: each request takes the next answer; none left, no answer.
-#[derive(Default)]
-struct Scripted {
-    answers: RefCell<VecDeque<Result<CommittedPartition, ForwardError>>>,
-    asked: RefCell<Vec<AlterPartitionRequest>>,
-}
-
-impl IsrChannel for Scripted {
-    fn alter_partition<'a>(
-        &'a self,
-        request: AlterPartitionRequest,
-        within: Duration,
-    ) -> Pin<Box<dyn Future<Output = Result<CommittedPartition, ForwardError>> + 'a>> {
-        self.asked.borrow_mut().push(request);
-        let answer = self.answers.borrow_mut().pop_front();
-        Box::pin(async move { answer.unwrap_or(Err(ForwardError::NoController(within))) })
-    }
-}
-
-struct NoGroups;
-
-impl RoleListener for NoGroups {
-    fn followed(&self, _: &Partition) {}
-    fn leading(&self, _: &[Rc<Partition>]) {}
-}
-
-/// Brokers 1 and 2 unfenced; topic `t` with one partition on [1, 2], ISR [1], led by 1.
-fn cluster() -> ClusterMetadata {
-    let mut meta = ClusterMetadata::new();
-    let mut offset = 0;
-    let mut apply = |meta: &mut ClusterMetadata, r: MetadataRecord| {
-        offset += 1;
-        meta.apply(MetadataOffset(offset), &r).expect("applies");
-    };
-    for id in [ME, NEW] {
-        apply(
-            &mut meta,
-            MetadataRecord::RegisterBroker(RegisterBroker {
-                broker_id: id,
-                incarnation: Uuid::from_u128(id.0 as u128),
-                endpoints: Vec::new(),
-                rack: None,
-            }),
-        );
-        let epoch = meta.broker(id).expect("registered").epoch;
-        apply(
-            &mut meta,
-            MetadataRecord::UnfenceBroker(BrokerFencing {
-                broker_id: id,
-                broker_epoch: epoch,
-            }),
-        );
-    }
-    apply(
-        &mut meta,
-        MetadataRecord::CreateTopic(CreateTopic {
-            name: "t".into(),
-            topic_id: TOPIC_ID,
-            partitions: vec![NewPartition {
-                replicas: vec![ME, NEW],
-                isr: vec![ME],
-                leader: Some(ME),
-                slot: 0,
-            }],
-            configs: BTreeMap::new(),
-        }),
-    );
-    meta
-}
 
 /// The replica manager of broker 1 leading `t-0` (one record written), with `channel` as
 /// its controller.
@@ -105,36 +18,13 @@ async fn leading(
     dir: &std::path::Path,
     channel: Rc<Scripted>,
 ) -> (Rc<ReplicaManager>, Rc<Partition>) {
-    let partitions = Rc::new(PartitionManager::new(ManagerSettings {
-        shard: 0,
-        shards: 1,
-        data_dir: dir.to_path_buf(),
-        cluster_mode: true,
-    }));
-    let stored = StoredMetadata::new("c".into())
-        .with_topic("t", 1, BTreeMap::new(), TOPIC_ID)
-        .expect("topic");
-    partitions.open_owned(&stored, &LogConfig::default()).await;
-    let p = partitions.get("t", 0).expect("opened");
-    let meta = cluster();
-    let published = Arc::new(PublishedCluster::new("c".into()));
-    published.publish(ClusterSummary::of(&meta, None));
-    let settings = ReplicaSettings {
-        replica_lag_time_max_ms: LAG_MS as u64,
-        replica_fetch_wait_max_ms: 500,
-        replica_fetch_max_bytes: 1 << 20,
-        replica_fetch_response_max_bytes: 1 << 20,
-    };
-    let manager = Rc::new(ReplicaManager::new(
-        ME,
-        Uuid::from_u128(1),
-        settings,
-        channel,
-        partitions,
-        published,
-        Rc::new(NoGroups),
-    ));
-    let state = meta.partition_by_name("t", 0).expect("partition").clone();
+    let (manager, p) = manager(dir, channel).await;
+    let state = manager
+        .summary()
+        .metadata
+        .partition_by_name("t", 0)
+        .expect("partition")
+        .clone();
     p.lead(ME, &state, manager.leader_config(&p), 0)
         .await
         .expect("lead");

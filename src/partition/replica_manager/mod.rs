@@ -34,6 +34,10 @@ use crate::util::shutdown::ShutdownSignal;
 mod fetcher;
 mod isr_changes;
 pub mod out_of_range;
+#[cfg(test)]
+mod roles_tests;
+#[cfg(test)]
+mod test_support;
 
 pub use isr_changes::IsrChannel;
 
@@ -196,17 +200,24 @@ impl ReplicaManager {
             .map(|(p, state)| {
                 let (me, config, summary) = (manager.me, manager.leader_config(&p), Arc::clone(&summary));
                 runtime::spawn(async move {
-                    if let Err(e) = p.lead(me, &state, config, now).await {
-                        tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader");
+                    let led = p.lead(me, &state, config, now).await;
+                    if let Err(e) = &led {
+                        tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader; trying again at the next role check");
                     }
                     p.note_replica_liveness(|b| b == me || summary.metadata.is_unfenced(b));
+                    led.is_ok()
                 })
             })
             .collect();
+        let mut all_led = true;
         for t in tasks {
-            t.await;
+            all_led &= t.await;
         }
-        *manager.applied.borrow_mut() = Some(summary);
+        // A leadership that failed to start (its epoch entry not durable) is tried again at
+        // the next role poll: recorded as applied, it would wait for the next metadata change.
+        if all_led {
+            *manager.applied.borrow_mut() = Some(summary);
+        }
         manager.roles.leading(&led);
     }
 
