@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use super::frame::{push_frame, read_frames};
 use super::{Entry, LogId, MetadataRaft, StorageError};
 use crate::model::BrokerId;
-use crate::runtime::durable_file;
 use crate::runtime::File;
+use crate::runtime::{self, durable_file};
 
 const LOG_FILE: &str = "log";
 /// Kafka's name for the file holding the quorum's vote.
@@ -117,9 +117,21 @@ impl MetadataLogStore {
             let path = path.to_path_buf();
             move |source| LogOpenError::Io { path, source }
         };
+        let new_dir = !dir.exists();
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        if new_dir {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                runtime::sync_dir(parent).await.map_err(io_err(parent))?;
+            }
+        }
         let path = dir.join(LOG_FILE);
+        let new_file = !path.exists();
         let file = File::open_or_create(&path).await.map_err(io_err(&path))?;
+        // A new file's name is durable before anything in it is acknowledged: a power loss
+        // could otherwise take the whole file away, entries a quorum counted included.
+        if new_file {
+            runtime::sync_dir(dir).await.map_err(io_err(dir))?;
+        }
         let size = file.size().await.map_err(io_err(&path))?;
         let bytes = file
             .read_at(0, size as usize)
