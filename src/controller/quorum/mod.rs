@@ -19,6 +19,7 @@ pub mod broker_session;
 pub mod controller_link;
 pub mod frame;
 pub mod log_store;
+mod lost_log;
 pub mod network;
 pub mod node;
 pub mod server;
@@ -35,6 +36,8 @@ mod cluster_tests;
 mod failover_tests;
 #[cfg(test)]
 mod log_store_tests;
+#[cfg(test)]
+mod lost_log_tests;
 #[cfg(test)]
 mod state_machine_tests;
 

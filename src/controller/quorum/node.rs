@@ -18,6 +18,7 @@ use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::{BasicNode, Config, ServerState, SnapshotPolicy};
 
 use super::log_store::{LogOpenError, MetadataLogStore};
+use super::lost_log;
 use super::network::NetworkFactory;
 use super::server::{self, BrokerCall, ServerContext};
 use super::state_machine::{MetadataStateMachine, MetadataView};
@@ -94,6 +95,19 @@ pub enum QuorumError {
     },
     #[error("the raft node stopped: {0}")]
     Stopped(String),
+    #[error("cannot write the voter marker {path}: {source}")]
+    Marker {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The log is empty but was not new: starting would let this voter help lose committed
+    /// metadata (see `lost_log.rs`).
+    #[error("the metadata log in {dir} is empty, but {evidence}: it was lost. This voter is not started, since voting with an empty log can lose committed metadata. Restore the directory from a backup; if this is a new cluster, remove {marker}")]
+    LostLog {
+        dir: PathBuf,
+        evidence: String,
+        marker: PathBuf,
+    },
 }
 
 /// The node asked is not the active controller.
@@ -162,6 +176,17 @@ impl QuorumNode {
             "metadata log opened"
         );
         let fresh = log.log_ids().is_empty() && log.last_purged().is_none();
+        if fresh {
+            let evidence =
+                lost_log::lost_log_evidence(&config.dir, config.node_id, &config.voters).await;
+            if let Some(evidence) = evidence {
+                return Err(QuorumError::LostLog {
+                    dir: config.dir.clone(),
+                    evidence,
+                    marker: lost_log::marker_path(&config.dir),
+                });
+            }
+        }
         let state_machine = MetadataStateMachine::open(&config.dir)
             .await
             .map_err(|source| QuorumError::Snapshot {
@@ -199,6 +224,13 @@ impl QuorumNode {
                 Err(e) => return Err(QuorumError::Stopped(e.to_string())),
             }
         }
+        // From here the log holds the quorum's first entry: an empty one later was lost.
+        lost_log::write_marker(&config.dir, config.node_id).map_err(|source| {
+            QuorumError::Marker {
+                path: lost_log::marker_path(&config.dir),
+                source,
+            }
+        })?;
         Ok(QuorumNode {
             node_id: config.node_id,
             raft,
