@@ -50,6 +50,26 @@ id_type!(
     PartitionEpoch(i32)
 );
 
+id_type!(
+    /// A record's position in a partition's log (Kafka's offset). Offsets of different
+    /// meanings (a log end, a high watermark, a fetch position) are all of this type; a
+    /// leader epoch or a time can no longer be passed in their place.
+    Offset(i64)
+);
+
+impl Offset {
+    /// The offset after this one.
+    pub fn next(self) -> Offset {
+        Offset(self.0 + 1)
+    }
+}
+
+impl fmt::Display for Offset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 impl From<i32> for BrokerId {
     fn from(id: i32) -> Self {
         BrokerId(id)

@@ -6,6 +6,6 @@ pub mod ids;
 pub mod producer_id_block;
 pub mod topic_name;
 
-pub use ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, NodeId, PartitionEpoch};
+pub use ids::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, NodeId, Offset, PartitionEpoch};
 pub use producer_id_block::{ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use topic_name::{validate_topic_name, InvalidTopicName, MAX_PARTITIONS};

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::error::log_error;
-use crate::model::{BrokerId, LeaderEpoch};
+use crate::model::{BrokerId, LeaderEpoch, Offset};
 use crate::partition::error::PartitionError;
 use crate::partition::offsets_reader::OffsetsReader;
 use crate::partition::replica_role::{deadline_first, ReplicaRole};
@@ -65,7 +65,7 @@ impl Partition {
     /// The leader's side of a follower's fetch: the log start offset it reported.
     pub fn record_follower_log_start(&self, follower: BrokerId, log_start: i64) {
         let changed = match &mut *self.role.borrow_mut() {
-            ReplicaRole::Leader(l) => l.on_follower_log_start(follower, log_start),
+            ReplicaRole::Leader(l) => l.on_follower_log_start(follower, Offset(log_start)),
             _ => false,
         };
         if changed {
@@ -96,7 +96,8 @@ impl Partition {
         loop {
             let low = match &*self.role.borrow() {
                 ReplicaRole::Leader(l) if l.leader_epoch() == epoch => {
-                    l.low_watermark(self.log.offsets().log_start_offset)
+                    l.low_watermark(Offset(self.log.offsets().log_start_offset))
+                        .0
                 }
                 _ => {
                     return Err(PartitionError::new(

@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::controller::cluster_metadata::PartitionState;
 use crate::log::{AppendOptions, LogError};
 use crate::metrics::snapshot::ReplicationStats;
-use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 use crate::protocol::record_batch::BatchHeader;
 use crate::protocol::ResponseError;
 use crate::replication::epoch_cache::{self, LeaderEpochCache};
@@ -126,7 +126,7 @@ impl Partition {
         let o = self.log.offsets();
         let hw = match &*self.role.borrow() {
             ReplicaRole::Alone => o.written_end_offset,
-            ReplicaRole::Leader(l) => l.high_watermark(),
+            ReplicaRole::Leader(l) => l.high_watermark().0,
             ReplicaRole::Follower(f) => f.high_watermark,
         };
         hw.max(o.log_start_offset).min(o.written_end_offset)
@@ -277,7 +277,7 @@ impl Partition {
     pub fn after_leader_append(&self) {
         let leo = self.log.offsets().written_end_offset;
         let moved = match &mut *self.role.borrow_mut() {
-            ReplicaRole::Leader(l) => l.on_leader_append(leo),
+            ReplicaRole::Leader(l) => l.on_leader_append(Offset(leo)),
             _ => None,
         };
         if let Some(hw) = moved {
@@ -315,7 +315,7 @@ impl Partition {
                     ReplicaRole::Leader(l) if Some(l.leader_epoch()) == epoch => l,
                     _ => return Err(not_leader(&self.topic, self.index)),
                 };
-                match leader.acks_all_status(last_offset) {
+                match leader.acks_all_status(Offset(last_offset)) {
                     AcksAllStatus::Done(Ok(())) => return Ok(()),
                     AcksAllStatus::Done(Err(e)) => {
                         return Err(PartitionError::new(
@@ -346,12 +346,12 @@ impl Partition {
     /// The leader's HW moved to `hw`: the acks=all waiters it answered (their last offset
     /// below it) and consumers' long polls wake; the others keep waiting (waking every
     /// waiter on every move cost a wakeup per request in flight per follower fetch).
-    fn high_watermark_moved(&self, hw: i64) {
+    fn high_watermark_moved(&self, hw: Offset) {
         let answered: Vec<local_oneshot::Sender<()>> = {
             let mut waiters = self.hw_waiters.borrow_mut();
             let (answered, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut *waiters)
                 .into_iter()
-                .partition(|(o, _)| *o < hw);
+                .partition(|(o, _)| *o < hw.0);
             *waiters = waiting;
             answered.into_iter().map(|(_, w)| w).collect()
         };
@@ -421,9 +421,9 @@ impl Partition {
             state.isr.clone(),
             state.leader_epoch,
             state.partition_epoch,
-            epoch_start,
-            leo,
-            previous_hw.min(leo),
+            Offset(epoch_start),
+            Offset(leo),
+            Offset(previous_hw.min(leo)),
             now_ms,
             config,
         );
@@ -432,7 +432,7 @@ impl Partition {
             partition = self.index,
             epoch = state.leader_epoch.0,
             log_end = leo,
-            high_watermark = leader.high_watermark(),
+            high_watermark = leader.high_watermark().0,
             isr = ?state.isr,
             "leading the partition"
         );
@@ -512,11 +512,11 @@ impl Partition {
         if let FetchDecision::Diverging { epoch, end_offset } = decision {
             return Ok(ReplicaFetchCheck {
                 diverging: Some((epoch, end_offset)),
-                high_watermark: leader.high_watermark(),
+                high_watermark: leader.high_watermark().0,
                 propose: None,
             });
         }
-        let outcome = leader.on_follower_fetch(follower, fetch_offset, leo, now_ms);
+        let outcome = leader.on_follower_fetch(follower, Offset(fetch_offset), Offset(leo), now_ms);
         let hw = leader.high_watermark();
         drop(role);
         drop(epochs);
@@ -525,7 +525,7 @@ impl Partition {
         }
         Ok(ReplicaFetchCheck {
             diverging: None,
-            high_watermark: hw,
+            high_watermark: hw.0,
             propose: outcome.propose,
         })
     }
@@ -731,13 +731,13 @@ impl Partition {
                 stats.isr_size = l.isr().len();
                 stats.replicas = l.replicas().len();
                 stats.under_min_isr = l.under_min_isr();
-                let leo = l.log_end_offset();
+                let leo = l.log_end_offset().0;
                 for r in l.replicas() {
                     if let Some(f) = l.follower(*r) {
-                        let behind = if f.log_end_offset < 0 {
+                        let behind = if f.log_end_offset.0 < 0 {
                             leo
                         } else {
-                            (leo - f.log_end_offset).max(0)
+                            (leo - f.log_end_offset.0).max(0)
                         };
                         let since = now_ms.saturating_sub(f.last_caught_up_ms).max(0);
                         stats.followers.push((r.0, behind, since));

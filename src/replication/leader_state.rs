@@ -20,10 +20,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 
 /// A follower's LEO before its first fetch of this leadership.
-pub const UNKNOWN_OFFSET: i64 = -1;
+pub const UNKNOWN_OFFSET: Offset = Offset(-1);
 /// Never (not caught up, no fetch yet): lags saturate, so this is past any lag limit, whatever
 /// the caller's clock origin.
 pub const NEVER_MS: i64 = i64::MIN;
@@ -49,18 +49,18 @@ impl Default for LeaderConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowerState {
     /// The offset of its latest fetch ([`UNKNOWN_OFFSET`] before the first one).
-    pub log_end_offset: i64,
+    pub log_end_offset: Offset,
     /// The latest time at which it had read up to the leader's LEO ([`NEVER_MS`] if never).
     pub last_caught_up_ms: i64,
     /// When its latest fetch arrived ([`NEVER_MS`] if none yet).
     pub last_fetch_ms: i64,
     /// The leader's LEO when that fetch arrived ([`UNKNOWN_OFFSET`] if none yet).
-    pub last_fetch_leader_leo: i64,
+    pub last_fetch_leader_leo: Offset,
     /// False while the metadata says the broker is fenced or in controlled shutdown: it is
     /// then neither proposed for the ISR nor waited for by the HW (KAFKA-15021).
     pub isr_eligible: bool,
     /// Its log start offset as its latest fetch reported it ([`UNKNOWN_OFFSET`] before).
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
 }
 
 impl FollowerState {
@@ -81,7 +81,7 @@ impl FollowerState {
     /// leader's LEO now; else caught up at the previous fetch if it now read up to the LEO
     /// the leader had then (so a follower of a busy partition, always a little behind, is
     /// still in sync as long as each fetch reaches where the leader was one fetch earlier).
-    fn update_fetch(&mut self, fetch_offset: i64, leader_leo: i64, now_ms: i64) {
+    fn update_fetch(&mut self, fetch_offset: Offset, leader_leo: Offset, now_ms: i64) {
         if fetch_offset >= leader_leo {
             self.last_caught_up_ms = self.last_caught_up_ms.max(now_ms);
         } else if fetch_offset >= self.last_fetch_leader_leo {
@@ -93,7 +93,7 @@ impl FollowerState {
     }
 
     /// Kafka's `ReplicaState.isCaughtUp`: at the leader's LEO, or caught up within the lag.
-    pub fn is_caught_up(&self, leader_leo: i64, now_ms: i64, lag_max_ms: i64) -> bool {
+    pub fn is_caught_up(&self, leader_leo: Offset, now_ms: i64, lag_max_ms: i64) -> bool {
         self.log_end_offset == leader_leo
             || now_ms.saturating_sub(self.last_caught_up_ms) <= lag_max_ms
     }
@@ -118,7 +118,7 @@ pub struct IsrProposal {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FetchOutcome {
     /// The new HW, if this fetch advanced it (wake waiting produces and consumers).
-    pub hw_advanced: Option<i64>,
+    pub hw_advanced: Option<Offset>,
     /// An ISR expansion to send to the controller.
     pub propose: Option<IsrProposal>,
 }
@@ -167,10 +167,10 @@ pub struct LeaderState {
     isr: Vec<BrokerId>,
     pending: PendingIsrChange,
     followers: BTreeMap<BrokerId, FollowerState>,
-    high_watermark: i64,
+    high_watermark: Offset,
     /// The leader's LEO when it took this epoch: a follower joins only once it reached it.
-    epoch_start_offset: i64,
-    leo: i64,
+    epoch_start_offset: Offset,
+    leo: Offset,
     /// The latest `now_ms` seen, for the calls that carry no time.
     clock_ms: i64,
     config: LeaderConfig,
@@ -189,9 +189,9 @@ impl LeaderState {
         isr: Vec<BrokerId>,
         leader_epoch: LeaderEpoch,
         partition_epoch: PartitionEpoch,
-        epoch_start_offset: i64,
-        leo: i64,
-        initial_hw: i64,
+        epoch_start_offset: Offset,
+        leo: Offset,
+        initial_hw: Offset,
         now_ms: i64,
         config: LeaderConfig,
     ) -> Self {
@@ -218,7 +218,7 @@ impl LeaderState {
         state
     }
 
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         self.high_watermark
     }
 
@@ -267,17 +267,17 @@ impl LeaderState {
         }
     }
 
-    pub fn log_end_offset(&self) -> i64 {
+    pub fn log_end_offset(&self) -> Offset {
         self.leo
     }
 
-    pub fn epoch_start_offset(&self) -> i64 {
+    pub fn epoch_start_offset(&self) -> Offset {
         self.epoch_start_offset
     }
 
     /// The leader appended: its LEO moved. Returns the new HW if it advanced (an ISR of the
     /// leader alone, RF = 1).
-    pub fn on_leader_append(&mut self, leo: i64) -> Option<i64> {
+    pub fn on_leader_append(&mut self, leo: Offset) -> Option<Offset> {
         // The leader's log only grows while it leads (truncation happens as follower).
         self.leo = self.leo.max(leo);
         self.maybe_advance_hw(self.clock_ms)
@@ -290,8 +290,8 @@ impl LeaderState {
     pub fn on_follower_fetch(
         &mut self,
         follower: BrokerId,
-        fetch_offset: i64,
-        leader_leo: i64,
+        fetch_offset: Offset,
+        leader_leo: Offset,
         now_ms: i64,
     ) -> FetchOutcome {
         self.clock_ms = self.clock_ms.max(now_ms);
@@ -366,7 +366,7 @@ impl LeaderState {
         &mut self,
         isr: Vec<BrokerId>,
         partition_epoch: PartitionEpoch,
-    ) -> Option<i64> {
+    ) -> Option<Offset> {
         if self.pending == PendingIsrChange::None || partition_epoch < self.partition_epoch {
             return None;
         }
@@ -394,7 +394,7 @@ impl LeaderState {
         replicas: Vec<BrokerId>,
         isr: Vec<BrokerId>,
         partition_epoch: PartitionEpoch,
-    ) -> Option<i64> {
+    ) -> Option<Offset> {
         if partition_epoch < self.partition_epoch {
             return None;
         }
@@ -417,7 +417,7 @@ impl LeaderState {
     /// Metadata says the broker is fenced or shutting down (`false`), or back (`true`).
     /// Returns the new HW if it advanced (an ineligible follower outside the ISR no longer
     /// holds it back).
-    pub fn set_isr_eligible(&mut self, follower: BrokerId, eligible: bool) -> Option<i64> {
+    pub fn set_isr_eligible(&mut self, follower: BrokerId, eligible: bool) -> Option<Offset> {
         if let Some(f) = self.followers.get_mut(&follower) {
             f.isr_eligible = eligible;
         }
@@ -427,7 +427,7 @@ impl LeaderState {
     /// Recomputes the HW at `now_ms`; returns it if it advanced. Call it with the periodic
     /// check: a caught-up follower outside the ISR that went silent stops holding the HW
     /// back once its lag expires, and no fetch or append may come to notice.
-    pub fn maybe_advance_hw(&mut self, now_ms: i64) -> Option<i64> {
+    pub fn maybe_advance_hw(&mut self, now_ms: i64) -> Option<Offset> {
         self.clock_ms = self.clock_ms.max(now_ms);
         if self.under_min_isr() {
             return None;
@@ -452,7 +452,7 @@ impl LeaderState {
     /// `min.insync.replicas` as the topic config has it now (it may change at runtime; Kafka
     /// reads it on every acks=all produce). Returns the new HW if it advanced (a lower
     /// minimum can free it).
-    pub fn set_min_insync_replicas(&mut self, min_insync_replicas: usize) -> Option<i64> {
+    pub fn set_min_insync_replicas(&mut self, min_insync_replicas: usize) -> Option<Offset> {
         if self.config.min_insync_replicas == min_insync_replicas {
             return None;
         }
@@ -476,7 +476,7 @@ impl LeaderState {
     /// `last_offset`: pending until the HW passes it; then done, with
     /// NOT_ENOUGH_REPLICAS_AFTER_APPEND if the (maximal, as Kafka counts) ISR fell under the
     /// min ISR meanwhile.
-    pub fn acks_all_status(&self, last_offset: i64) -> AcksAllStatus {
+    pub fn acks_all_status(&self, last_offset: Offset) -> AcksAllStatus {
         if self.high_watermark <= last_offset {
             return AcksAllStatus::Pending;
         }
@@ -496,7 +496,7 @@ impl LeaderState {
 
     /// A follower's fetch reported its log start offset. Returns whether it changed (then
     /// the [low watermark](Self::low_watermark) may have moved).
-    pub fn on_follower_log_start(&mut self, follower: BrokerId, log_start: i64) -> bool {
+    pub fn on_follower_log_start(&mut self, follower: BrokerId, log_start: Offset) -> bool {
         let Some(state) = self.followers.get_mut(&follower) else {
             return false;
         };
@@ -510,12 +510,12 @@ impl LeaderState {
     /// heard from yet counts as [`UNKNOWN_OFFSET`], so DeleteRecords waits for its fetch.
     /// Fenced brokers and those in controlled shutdown are not waited for (Kafka's
     /// `hasAliveBroker`, here the same flag that keeps them out of the ISR).
-    pub fn low_watermark(&self, own_log_start: i64) -> i64 {
+    pub fn low_watermark(&self, own_log_start: Offset) -> Offset {
         self.followers
             .values()
             .filter(|f| f.isr_eligible)
             .map(|f| f.log_start_offset)
-            .fold(own_log_start, i64::min)
+            .fold(own_log_start, std::cmp::min)
     }
 
     /// Whether `id` is a follower replica of this partition (fetches from others are refused).

@@ -45,9 +45,9 @@ fn leader_from(
         ids(isr),
         LeaderEpoch(5),
         PartitionEpoch(1),
-        epoch_start,
-        leo,
-        hw,
+        Offset(epoch_start),
+        Offset(leo),
+        Offset(hw),
         T0,
         config(min_isr),
     )
@@ -94,11 +94,11 @@ impl Run {
         match step {
             Step::Fetch(f, offset) => {
                 let leo = s.log_end_offset();
-                let out = s.on_follower_fetch(BrokerId(f), offset, leo, self.now);
+                let out = s.on_follower_fetch(BrokerId(f), Offset(offset), leo, self.now);
                 self.proposals.extend(out.propose);
             }
             Step::Append(leo) => {
-                s.on_leader_append(leo);
+                s.on_leader_append(Offset(leo));
             }
             Step::Sleep(ms) => self.now += ms,
             Step::Shrink => self.proposals.extend(s.check_shrink(self.now)),
@@ -536,7 +536,7 @@ fn scenarios() {
             run.step(s);
         }
         let st = &run.state;
-        assert_eq!(st.high_watermark(), c.want_hw, "{}: hw", c.name);
+        assert_eq!(st.high_watermark(), Offset(c.want_hw), "{}: hw", c.name);
         assert_eq!(st.isr(), &ids(c.want_isr)[..], "{}: isr", c.name);
         assert_eq!(
             sorted(st.maximal_isr()),
@@ -563,7 +563,7 @@ fn scenarios() {
 fn follower_joins_only_from_the_epoch_start() {
     let mut s = leader_from(&[0, 1, 2], &[0, 2], 5, 7, 2, 1);
     for (offset, want) in [(0, false), (2, false), (4, false), (5, true)] {
-        let out = s.on_follower_fetch(BrokerId(1), offset, 7, T0);
+        let out = s.on_follower_fetch(BrokerId(1), Offset(offset), Offset(7), T0);
         assert_eq!(out.propose.is_some(), want, "fetch at {offset}");
     }
     assert_eq!(sorted(s.maximal_isr()), ids(&[0, 1, 2]));
@@ -582,12 +582,12 @@ fn caught_up_time_follows_kafkas_rule() {
         (T0 + 400, 20, 20, T0 + 400), // at the LEO now
     ];
     for (at, offset, leo, want) in steps {
-        s.on_follower_fetch(BrokerId(1), offset, leo, at);
+        s.on_follower_fetch(BrokerId(1), Offset(offset), Offset(leo), at);
         let f = s.follower(BrokerId(1)).copied().expect("follower");
         assert_eq!(f.last_caught_up_ms, want, "fetch {offset} at {at}");
-        assert_eq!(f.log_end_offset, offset);
+        assert_eq!(f.log_end_offset, Offset(offset));
         assert_eq!(f.last_fetch_ms, at);
-        assert_eq!(f.last_fetch_leader_leo, leo);
+        assert_eq!(f.last_fetch_leader_leo, Offset(leo));
     }
 }
 
@@ -604,12 +604,12 @@ fn election_resets_followers() {
     assert!(s.follower(ME).is_none(), "the leader is no follower");
 
     let mut s = s;
-    s.on_follower_fetch(BrokerId(1), 3, 6, T0 + 500);
+    s.on_follower_fetch(BrokerId(1), Offset(3), Offset(6), T0 + 500);
     assert_eq!(
         s.follower(BrokerId(1)).map(|f| f.last_caught_up_ms),
         Some(T0)
     );
-    s.on_follower_fetch(BrokerId(1), 6, 6, T0 + 1_000);
+    s.on_follower_fetch(BrokerId(1), Offset(6), Offset(6), T0 + 1_000);
     assert_eq!(
         s.follower(BrokerId(1)).map(|f| f.last_caught_up_ms),
         Some(T0 + 1_000)
@@ -621,10 +621,10 @@ fn election_resets_followers() {
 fn is_caught_up_table() {
     let fresh = FollowerState::reset(false, T0);
     let mut at_end = fresh;
-    at_end.update_fetch(10, 10, T0);
+    at_end.update_fetch(Offset(10), Offset(10), T0);
     let mut behind = fresh;
-    behind.update_fetch(5, 10, T0);
-    behind.update_fetch(10, 15, T0 + 10);
+    behind.update_fetch(Offset(5), Offset(10), T0);
+    behind.update_fetch(Offset(10), Offset(15), T0 + 10);
     // (state, leader LEO, now, want)
     let cases = [
         (fresh, 10, T0, false),
@@ -635,17 +635,17 @@ fn is_caught_up_table() {
         (behind, 16, T0 + LAG + 1, false),
     ];
     for (i, (f, leo, now, want)) in cases.into_iter().enumerate() {
-        assert_eq!(f.is_caught_up(leo, now, LAG), want, "case {i}");
+        assert_eq!(f.is_caught_up(Offset(leo), now, LAG), want, "case {i}");
     }
 }
 
 #[test]
 fn initial_hw_is_clamped_to_the_leo_and_rf1_advances_on_append() {
     let mut s = leader(&[0], &[0], 5, 9, 1);
-    assert_eq!(s.high_watermark(), 5);
-    assert_eq!(s.on_leader_append(7), Some(7));
-    assert_eq!(s.on_leader_append(7), None);
-    assert_eq!(s.high_watermark(), 7);
+    assert_eq!(s.high_watermark(), Offset(5));
+    assert_eq!(s.on_leader_append(Offset(7)), Some(Offset(7)));
+    assert_eq!(s.on_leader_append(Offset(7)), None);
+    assert_eq!(s.high_watermark(), Offset(7));
 }
 
 // testRetryShrinkIsr: a retriable failure resends the same proposal.
@@ -657,8 +657,11 @@ fn pending_proposal_is_the_one_to_resend() {
     assert_eq!(p.new_isr, ids(&[0]));
     assert_eq!(p.partition_epoch, PartitionEpoch(1));
     assert_eq!(s.pending_proposal(), Some(p.clone()));
-    assert_eq!(s.high_watermark(), 0);
-    assert_eq!(s.on_isr_committed(p.new_isr, PartitionEpoch(2)), Some(10));
+    assert_eq!(s.high_watermark(), Offset(0));
+    assert_eq!(
+        s.on_isr_committed(p.new_isr, PartitionEpoch(2)),
+        Some(Offset(10))
+    );
     assert_eq!(s.partition_epoch(), PartitionEpoch(2));
     assert_eq!(s.pending(), &PendingIsrChange::None);
 }
@@ -689,7 +692,7 @@ fn stale_or_unexpected_commits_are_ignored() {
 #[test]
 fn partition_state_updates() {
     let mut s = leader(&[0, 1, 2], &[0, 1, 2], 10, 0, 1);
-    s.on_follower_fetch(BrokerId(1), 8, 10, T0 + 5);
+    s.on_follower_fetch(BrokerId(1), Offset(8), Offset(10), T0 + 5);
     let before = s.follower(BrokerId(1)).copied();
 
     assert_eq!(
@@ -706,10 +709,10 @@ fn partition_state_updates() {
     assert_eq!(new.log_end_offset, UNKNOWN_OFFSET);
     assert_eq!(new.last_caught_up_ms, NEVER_MS);
     assert!(s.is_follower(BrokerId(3)) && !s.is_follower(BrokerId(2)));
-    assert_eq!(s.high_watermark(), 8, "2 no longer holds it");
+    assert_eq!(s.high_watermark(), Offset(8), "2 no longer holds it");
 
     // a fetch from a broker that is not a replica is ignored
-    let out = s.on_follower_fetch(BrokerId(2), 10, 10, T0 + 6);
+    let out = s.on_follower_fetch(BrokerId(2), Offset(10), Offset(10), T0 + 6);
     assert_eq!(out, FetchOutcome::default());
     assert!(s.follower(BrokerId(2)).is_none());
 }
@@ -727,7 +730,7 @@ fn acks_all_admission() {
     assert_eq!(err.response_error().code(), 19);
 
     // a pending expansion does not admit: Kafka checks the committed ISR
-    s.on_follower_fetch(BrokerId(1), 10, 10, T0);
+    s.on_follower_fetch(BrokerId(1), Offset(10), Offset(10), T0);
     assert_eq!(s.maximal_isr().len(), 2);
     assert!(s.check_acks_all_admission().is_err());
 }
@@ -736,30 +739,40 @@ fn acks_all_admission() {
 #[test]
 fn acks_all_completion() {
     let mut s = leader(&[0, 1, 2], &[0, 1, 2], 10, 0, 2);
-    assert_eq!(s.acks_all_status(9), AcksAllStatus::Pending);
-    s.on_follower_fetch(BrokerId(1), 10, 10, T0);
-    assert_eq!(s.acks_all_status(9), AcksAllStatus::Pending, "2 not there");
-    s.on_follower_fetch(BrokerId(2), 10, 10, T0);
-    assert_eq!(s.acks_all_status(9), AcksAllStatus::Done(Ok(())));
+    assert_eq!(s.acks_all_status(Offset(9)), AcksAllStatus::Pending);
+    s.on_follower_fetch(BrokerId(1), Offset(10), Offset(10), T0);
     assert_eq!(
-        s.acks_all_status(10),
+        s.acks_all_status(Offset(9)),
+        AcksAllStatus::Pending,
+        "2 not there"
+    );
+    s.on_follower_fetch(BrokerId(2), Offset(10), Offset(10), T0);
+    assert_eq!(s.acks_all_status(Offset(9)), AcksAllStatus::Done(Ok(())));
+    assert_eq!(
+        s.acks_all_status(Offset(10)),
         AcksAllStatus::Pending,
         "HW is exclusive"
     );
 
     // 2 goes silent; once it is shrunk out, the ISR {0,1} still meets min 2
-    s.on_leader_append(20);
-    s.on_follower_fetch(BrokerId(1), 20, 20, T0 + LAG + 1);
-    assert_eq!(s.acks_all_status(19), AcksAllStatus::Pending);
+    s.on_leader_append(Offset(20));
+    s.on_follower_fetch(BrokerId(1), Offset(20), Offset(20), T0 + LAG + 1);
+    assert_eq!(s.acks_all_status(Offset(19)), AcksAllStatus::Pending);
     let p = s.check_shrink(T0 + LAG + 1).expect("2 is out of sync");
     assert_eq!(p.new_isr, ids(&[0, 1]));
-    assert_eq!(s.on_isr_committed(p.new_isr, PartitionEpoch(2)), Some(20));
-    assert_eq!(s.acks_all_status(19), AcksAllStatus::Done(Ok(())));
+    assert_eq!(
+        s.on_isr_committed(p.new_isr, PartitionEpoch(2)),
+        Some(Offset(20))
+    );
+    assert_eq!(s.acks_all_status(Offset(19)), AcksAllStatus::Done(Ok(())));
 
     // the ISR falls under the minimum after the HW passed the batch
     s.on_partition_state(ids(&[0, 1, 2]), ids(&[0]), PartitionEpoch(3));
     let want = AcksAllError::NotEnoughReplicasAfterAppend { isr: 1, min: 2 };
-    assert_eq!(s.acks_all_status(19), AcksAllStatus::Done(Err(want)));
+    assert_eq!(
+        s.acks_all_status(Offset(19)),
+        AcksAllStatus::Done(Err(want))
+    );
     assert_eq!(want.response_error().code(), 20);
 }
 
@@ -792,9 +805,9 @@ fn random_walk(seed: u64) {
         ids(&isr),
         LeaderEpoch(1),
         PartitionEpoch(1),
-        start_leo,
-        start_leo,
-        start_hw,
+        Offset(start_leo),
+        Offset(start_leo),
+        Offset(start_hw),
         T0,
         config(min_isr),
     );
@@ -807,7 +820,7 @@ fn random_walk(seed: u64) {
         follower_log.insert(BrokerId(r), at);
     }
     let mut now = T0;
-    let mut hw = s.high_watermark();
+    let mut hw = s.high_watermark().0;
     for step in 0..400 {
         let ctx = format!("seed {seed} step {step}");
         let was_pending = s.pending() != &PendingIsrChange::None;
@@ -815,14 +828,14 @@ fn random_walk(seed: u64) {
         let mut proposed = None;
         match pick(10) {
             0 | 1 => {
-                let leo = s.log_end_offset() + 1 + pick(5) as i64;
-                s.on_leader_append(leo);
+                let leo = s.log_end_offset().0 + 1 + pick(5) as i64;
+                s.on_leader_append(Offset(leo));
             }
             2..=4 if rf > 1 => {
                 let f = BrokerId(1 + pick(rf as u64 - 1) as i32);
                 let at = follower_log[&f];
-                let leo = s.log_end_offset();
-                let out = s.on_follower_fetch(f, at, leo, now);
+                let leo = s.log_end_offset().0;
+                let out = s.on_follower_fetch(f, Offset(at), Offset(leo), now);
                 proposed = out.propose;
                 // the response carries some or all of what the leader has
                 let got = at + pick((leo - at + 1) as u64) as i64;
@@ -853,19 +866,22 @@ fn random_walk(seed: u64) {
             }
         }
 
-        let new_hw = s.high_watermark();
+        let new_hw = s.high_watermark().0;
         assert!(new_hw >= hw, "{ctx}: HW went back {hw} -> {new_hw}");
         if under_min && s.under_min_isr() {
             assert_eq!(new_hw, hw, "{ctx}: HW moved under min ISR");
         }
         hw = new_hw;
-        assert!(hw <= s.log_end_offset(), "{ctx}: HW past the leader's LEO");
+        assert!(
+            hw <= s.log_end_offset().0,
+            "{ctx}: HW past the leader's LEO"
+        );
         for m in s.maximal_isr() {
             if let Some(f) = s.follower(m) {
                 if f.log_end_offset == UNKNOWN_OFFSET {
                     assert_eq!(hw, start_hw, "{ctx}: HW moved past an unknown member");
                 } else {
-                    assert!(hw <= f.log_end_offset, "{ctx}: HW past member {m}'s LEO");
+                    assert!(hw <= f.log_end_offset.0, "{ctx}: HW past member {m}'s LEO");
                 }
             }
         }
@@ -881,11 +897,15 @@ fn random_walk(seed: u64) {
         }
         if hw > 0 {
             assert!(
-                matches!(s.acks_all_status(hw - 1), AcksAllStatus::Done(_)),
+                matches!(s.acks_all_status(Offset(hw - 1)), AcksAllStatus::Done(_)),
                 "{ctx}"
             );
         }
-        assert_eq!(s.acks_all_status(hw), AcksAllStatus::Pending, "{ctx}");
+        assert_eq!(
+            s.acks_all_status(Offset(hw)),
+            AcksAllStatus::Pending,
+            "{ctx}"
+        );
     }
 }
 
@@ -895,35 +915,39 @@ fn random_walk(seed: u64) {
 fn low_watermark_is_the_smallest_live_log_start() {
     let mut l = leader(&[0, 1, 2], &[0, 1, 2], 100, 100, 2);
     assert_eq!(
-        l.low_watermark(40),
+        l.low_watermark(Offset(40)),
         UNKNOWN_OFFSET,
         "no follower reported yet"
     );
-    assert!(l.on_follower_log_start(BrokerId(1), 30));
-    assert_eq!(l.low_watermark(40), UNKNOWN_OFFSET, "follower 2 not yet");
-    assert!(l.on_follower_log_start(BrokerId(2), 50));
-    assert_eq!(l.low_watermark(40), 30);
+    assert!(l.on_follower_log_start(BrokerId(1), Offset(30)));
+    assert_eq!(
+        l.low_watermark(Offset(40)),
+        UNKNOWN_OFFSET,
+        "follower 2 not yet"
+    );
+    assert!(l.on_follower_log_start(BrokerId(2), Offset(50)));
+    assert_eq!(l.low_watermark(Offset(40)), Offset(30));
     assert!(
-        !l.on_follower_log_start(BrokerId(2), 50),
+        !l.on_follower_log_start(BrokerId(2), Offset(50)),
         "same value: no change"
     );
-    assert!(l.on_follower_log_start(BrokerId(1), 60));
+    assert!(l.on_follower_log_start(BrokerId(1), Offset(60)));
     assert_eq!(
-        l.low_watermark(40),
-        40,
+        l.low_watermark(Offset(40)),
+        Offset(40),
         "the leader's own log start is the lowest"
     );
-    assert_eq!(l.low_watermark(70), 50);
+    assert_eq!(l.low_watermark(Offset(70)), Offset(50));
     // A fenced broker is not waited for; back in service, it counts again.
     l.set_isr_eligible(BrokerId(2), false);
-    assert_eq!(l.low_watermark(70), 60);
+    assert_eq!(l.low_watermark(Offset(70)), Offset(60));
     l.set_isr_eligible(BrokerId(2), true);
-    assert_eq!(l.low_watermark(70), 50);
+    assert_eq!(l.low_watermark(Offset(70)), Offset(50));
     // Not a replica: ignored.
-    assert!(!l.on_follower_log_start(BrokerId(9), 0));
-    assert_eq!(l.low_watermark(70), 50);
+    assert!(!l.on_follower_log_start(BrokerId(9), Offset(0)));
+    assert_eq!(l.low_watermark(Offset(70)), Offset(50));
     // Without followers: the leader's own.
     let mut single = leader(&[0], &[0], 10, 10, 1);
-    assert_eq!(single.low_watermark(7), 7);
-    assert!(!single.on_follower_log_start(BrokerId(1), 3));
+    assert_eq!(single.low_watermark(Offset(7)), Offset(7));
+    assert!(!single.on_follower_log_start(BrokerId(1), Offset(3)));
 }

@@ -11,7 +11,7 @@ use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
 use crate::controller::cluster_metadata::{ClusterMetadata, PartitionState};
 use crate::controller::records::MetadataRecord;
-use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset};
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, Offset};
 use crate::protocol::ResponseError;
 use crate::replication::isr_answer::{isr_action, IsrAction, IsrAnswer};
 use crate::replication::leader_state::{AcksAllStatus, IsrProposal, LeaderConfig, LeaderState};
@@ -81,7 +81,7 @@ impl Replica {
     /// The HW as the role holds it, before the cap by the log's end.
     pub fn raw_high_watermark(&self) -> i64 {
         match &self.role {
-            Role::Leader(l) => l.high_watermark(),
+            Role::Leader(l) => l.high_watermark().0,
             Role::Follower { hw, .. } => *hw,
         }
     }
@@ -323,7 +323,7 @@ impl Broker {
         };
         let mut left = Vec::new();
         for w in std::mem::take(&mut r.waiting) {
-            let answer = match l.acks_all_status(w.offset) {
+            let answer = match l.acks_all_status(Offset(w.offset)) {
                 AcksAllStatus::Pending if ctx.bug != Bug::AckBeforeHw => {
                     left.push(w);
                     continue;
@@ -456,10 +456,11 @@ impl Broker {
                 (FetchAnswer::Diverging { epoch, end_offset }, None)
             }
             Ok(FetchDecision::Read) => {
-                let outcome = l.on_follower_fetch(follower, asked.fetch_offset, leo, now_ms);
+                let outcome =
+                    l.on_follower_fetch(follower, Offset(asked.fetch_offset), Offset(leo), now_ms);
                 let answer = FetchAnswer::Records {
                     batches: r.disk.log.read_from(asked.fetch_offset, FETCH_MAX),
-                    high_watermark: l.high_watermark(),
+                    high_watermark: l.high_watermark().0,
                 };
                 (answer, outcome.propose)
             }
@@ -555,7 +556,7 @@ impl Broker {
                     seq,
                     value,
                 });
-                l.on_leader_append(offset + 1);
+                l.on_leader_append(Offset(offset + 1));
                 offset
             }
         };
@@ -646,9 +647,9 @@ fn lead(me: BrokerId, r: &mut Replica, state: &PartitionState, now_ms: i64, ctx:
         state.isr.clone(),
         state.leader_epoch,
         state.partition_epoch,
-        epoch_start,
-        leo,
-        previous_hw.min(leo),
+        Offset(epoch_start),
+        Offset(leo),
+        Offset(previous_hw.min(leo)),
         now_ms,
         config,
     );

@@ -105,7 +105,7 @@ impl History {
                 };
                 self.one_leader(p, l.leader_epoch(), b.id, "a broker's role")?;
                 let key = (b.id, b.life, p, l.leader_epoch());
-                let hw = l.high_watermark();
+                let hw = l.high_watermark().0;
                 if let Some(last) = self.leader_hw.insert(key, hw) {
                     if hw < last {
                         return Err(format!(
