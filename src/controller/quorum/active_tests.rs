@@ -10,12 +10,12 @@ use std::time::Duration;
 use super::active;
 use super::node::{QuorumConfig, QuorumNode};
 use super::server::BrokerCall;
+use super::test_support::call;
 use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::active_controller::ControllerConfig;
 use crate::controller::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
 use crate::model::{BrokerEpoch, BrokerId};
 use crate::runtime::{self, LocalSender, TcpListener};
-use crate::util::local_oneshot;
 use crate::util::shutdown::ShutdownSignal;
 
 const TICK: Duration = Duration::from_millis(100);
@@ -24,15 +24,6 @@ const SESSION_MS: u64 = 400;
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(25);
 /// 1,200 heartbeats at 25 ms are 30 sessions; the silent broker is fenced after about one.
 const MAX_HEARTBEATS: usize = 1_200;
-
-async fn call(calls: &LocalSender<BrokerCall>, request: ControllerRequest) -> ControllerResponse {
-    let (tx, rx) = local_oneshot::channel();
-    calls
-        .send((request, tx))
-        .await
-        .expect("the controller loop runs");
-    rx.await.expect("the controller loop answers")
-}
 
 async fn register(calls: &LocalSender<BrokerCall>, id: i32) -> BrokerEpoch {
     let request = BrokerRegistrationRequest {

@@ -8,22 +8,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::node::{QuorumConfig, QuorumNode};
-use crate::controller::records::{MetadataRecord, RegisterBroker};
+use super::test_support::{register, voter_addresses};
 use crate::model::{BrokerId, MetadataOffset};
 use crate::runtime::{self, TcpListener};
 
 /// Rounds of waiting for a change of some node's Raft state.
 const MAX_ROUNDS: usize = 400;
 const ROUND: Duration = Duration::from_millis(50);
-
-fn register(id: i32) -> MetadataRecord {
-    MetadataRecord::RegisterBroker(RegisterBroker {
-        broker_id: BrokerId(id),
-        incarnation: uuid::Uuid::from_u128(id as u128),
-        endpoints: Vec::new(),
-        rack: None,
-    })
-}
 
 fn config(id: i32, voters: &[(BrokerId, String)], root: &Path) -> QuorumConfig {
     QuorumConfig {
@@ -92,21 +83,7 @@ fn registered(node: &QuorumNode) -> Vec<i32> {
 fn three_voters_elect_commit_and_survive_losing_the_leader() {
     let root = tempfile::tempdir().expect("tempdir");
     runtime::block_on(async {
-        let listeners: Vec<TcpListener> = (0..3)
-            .map(|_| {
-                TcpListener::bind_exclusive("127.0.0.1:0".parse().expect("addr")).expect("bind")
-            })
-            .collect();
-        let addrs: Vec<SocketAddr> = listeners
-            .iter()
-            .map(|l| l.local_addr().expect("addr"))
-            .collect();
-        let voters: Vec<(BrokerId, String)> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, a)| (BrokerId(i as i32 + 1), a.to_string()))
-            .collect();
-        drop(listeners);
+        let (addrs, voters) = voter_addresses(3);
         let mut nodes = Vec::new();
         for (i, addr) in addrs.iter().enumerate() {
             nodes.push(Some(start(i as i32 + 1, *addr, &voters, root.path()).await));

@@ -12,12 +12,12 @@ use std::time::Duration;
 use super::active;
 use super::node::{QuorumConfig, QuorumNode};
 use super::server::BrokerCall;
+use super::test_support::{call, voter_addresses};
 use super::wire::{ControllerRequest, ControllerResponse};
 use crate::controller::active_controller::ControllerConfig;
 use crate::controller::broker_lifecycle::BrokerRegistrationRequest;
 use crate::model::{BrokerEpoch, BrokerId};
 use crate::runtime::{self, LocalSender, Task, TcpListener};
-use crate::util::local_oneshot;
 use crate::util::shutdown::ShutdownSignal;
 
 const MAX_ROUNDS: usize = 400;
@@ -41,15 +41,6 @@ impl Voter {
             .shutdown()
             .await;
     }
-}
-
-async fn call(calls: &LocalSender<BrokerCall>, request: ControllerRequest) -> ControllerResponse {
-    let (tx, rx) = local_oneshot::channel();
-    calls
-        .send((request, tx))
-        .await
-        .expect("the controller loop runs");
-    rx.await.expect("the controller loop answers")
 }
 
 async fn start(
@@ -157,21 +148,7 @@ async fn block(calls: &LocalSender<BrokerCall>, id: i32, epoch: BrokerEpoch) -> 
 fn a_new_leader_behind_its_log_does_not_hand_out_a_producer_id_block_twice() {
     let root = tempfile::tempdir().expect("tempdir");
     runtime::block_on(async {
-        let listeners: Vec<TcpListener> = (0..3)
-            .map(|_| {
-                TcpListener::bind_exclusive("127.0.0.1:0".parse().expect("addr")).expect("bind")
-            })
-            .collect();
-        let addrs: Vec<SocketAddr> = listeners
-            .iter()
-            .map(|l| l.local_addr().expect("addr"))
-            .collect();
-        let ids: Vec<(BrokerId, String)> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, a)| (BrokerId(i as i32 + 1), a.to_string()))
-            .collect();
-        drop(listeners);
+        let (addrs, ids) = voter_addresses(3);
         let mut voters = Vec::new();
         for (i, addr) in addrs.iter().enumerate() {
             voters.push(Some(start(i as i32 + 1, *addr, &ids, root.path()).await));

@@ -7,21 +7,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::node::{QuorumConfig, QuorumError, QuorumNode};
-use crate::controller::records::{MetadataRecord, RegisterBroker};
+use super::test_support::{register, voter_addresses};
 use crate::model::BrokerId;
 use crate::runtime::{self, TcpListener};
 
 const MAX_ROUNDS: usize = 400;
 const ROUND: Duration = Duration::from_millis(50);
-
-fn register(id: i32) -> MetadataRecord {
-    MetadataRecord::RegisterBroker(RegisterBroker {
-        broker_id: BrokerId(id),
-        incarnation: uuid::Uuid::from_u128(id as u128),
-        endpoints: Vec::new(),
-        rack: None,
-    })
-}
 
 fn config(id: i32, voters: &[(BrokerId, String)], root: &Path) -> QuorumConfig {
     QuorumConfig {
@@ -56,22 +47,6 @@ async fn start(
     QuorumNode::start(config(id, voters, root), listener, None).await
 }
 
-fn addresses(n: usize) -> (Vec<SocketAddr>, Vec<(BrokerId, String)>) {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind_exclusive("127.0.0.1:0".parse().expect("addr")).expect("bind"))
-        .collect();
-    let addrs: Vec<SocketAddr> = listeners
-        .iter()
-        .map(|l| l.local_addr().expect("addr"))
-        .collect();
-    let voters = addrs
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (BrokerId(i as i32 + 1), a.to_string()))
-        .collect();
-    (addrs, voters)
-}
-
 async fn propose_on_leader(nodes: &[&QuorumNode], id: i32) {
     for _ in 0..MAX_ROUNDS {
         for n in nodes {
@@ -88,7 +63,7 @@ async fn propose_on_leader(nodes: &[&QuorumNode], id: i32) {
 fn a_voter_whose_log_directory_was_wiped_is_not_started() {
     let root = tempfile::tempdir().expect("tempdir");
     runtime::block_on(async {
-        let (addrs, voters) = addresses(1);
+        let (addrs, voters) = voter_addresses(1);
         let node = start(1, addrs[0], &voters, root.path())
             .await
             .expect("starts");
@@ -111,7 +86,7 @@ fn a_voter_whose_log_directory_was_wiped_is_not_started() {
 fn a_voter_whose_whole_data_directory_was_wiped_is_refused_by_what_the_leader_knows() {
     let root = tempfile::tempdir().expect("tempdir");
     runtime::block_on(async {
-        let (addrs, voters) = addresses(3);
+        let (addrs, voters) = voter_addresses(3);
         let mut nodes = Vec::new();
         for (i, addr) in addrs.iter().enumerate() {
             nodes.push(Some(

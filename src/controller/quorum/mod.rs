@@ -40,6 +40,8 @@ mod log_store_tests;
 mod lost_log_tests;
 #[cfg(test)]
 mod state_machine_tests;
+#[cfg(test)]
+mod test_support;
 
 use std::io::Cursor;
 

@@ -76,6 +76,16 @@ async fn settle() {
     runtime::sleep(Duration::from_millis(400)).await;
 }
 
+/// Waits (bounded) until no ISR change is pending at `epoch` any more.
+async fn settled(p: &Partition, epoch: LeaderEpoch) {
+    for _ in 0..20 {
+        if p.pending_isr_proposal(epoch).is_none() {
+            return;
+        }
+        settle().await;
+    }
+}
+
 #[test]
 fn an_expansion_whose_answer_was_lost_keeps_holding_the_high_watermark() {
     run(|dir| async move {
@@ -126,12 +136,7 @@ fn a_retried_expansion_applies_once_committed() {
         let (manager, p) = leading(&dir, Rc::clone(&channel)).await;
         let proposal = caught_up_fetch(&p, 1);
         manager.submit_isr_change(&p, proposal.clone());
-        for _ in 0..20 {
-            if p.pending_isr_proposal(proposal.leader_epoch).is_none() {
-                break;
-            }
-            settle().await;
-        }
+        settled(&p, proposal.leader_epoch).await;
         assert_eq!(p.pending_isr_proposal(proposal.leader_epoch), None);
         let stats = p.replication_stats(3).expect("replicated");
         assert_eq!(stats.isr_size, 2, "the committed ISR is applied");
@@ -153,12 +158,7 @@ fn a_change_refused_on_a_stale_controller_view_is_sent_again() {
         let (manager, p) = leading(&dir, Rc::clone(&channel)).await;
         let proposal = caught_up_fetch(&p, 1);
         manager.submit_isr_change(&p, proposal.clone());
-        for _ in 0..20 {
-            if p.pending_isr_proposal(proposal.leader_epoch).is_none() {
-                break;
-            }
-            settle().await;
-        }
+        settled(&p, proposal.leader_epoch).await;
         assert_eq!(p.pending_isr_proposal(proposal.leader_epoch), None);
         assert_eq!(p.replication_stats(3).expect("replicated").isr_size, 2);
         manager.stop();
