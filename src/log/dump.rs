@@ -42,14 +42,15 @@ pub fn dump_dir(dir: &Path, batches: bool, out: &mut dyn Write) -> io::Result<Du
                     if batches {
                         writeln!(
                             out,
-                            "  position {position} base_offset {} last_offset {} count {} size {} max_timestamp {} compression {:?} producer_id {}",
+                            "  position {position} base_offset {} last_offset {} count {} size {} max_timestamp {} compression {:?} producer_id {} crc {}",
                             header.base_offset,
                             header.last_offset(),
                             header.record_count,
                             header.total_len(),
                             header.max_timestamp,
                             header.compression().ok(),
-                            header.producer_id
+                            header.producer_id,
+                            header.crc
                         )?;
                     }
                 }
