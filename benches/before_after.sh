@@ -58,8 +58,11 @@ run() {
   data="$WORK/data-$name"
   log="$WORK/broker-$name.log"
   rm -rf "$data" "$WORK/out"
+  # Emptied here, not by the background redirect: the wait below must not find the previous
+  # run's "listening on" before the new broker's shell has truncated the file.
+  : >"$log"
   "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" \
-    --set ringbroker.metrics.listen=none >"$log" 2>&1 &
+    --set ringbroker.metrics.listen=none >>"$log" 2>&1 &
   PID=$!
   for _ in $(seq 1 300); do
     grep -q "listening on" "$log" && break
