@@ -18,7 +18,7 @@ const KNOWN_CIRCLES: &[&[&str]] = &[];
 /// top-level modules. Nothing may be added here (empty today).
 const KNOWN_ACROSS: &[(&str, &str)] = &[];
 
-/// A module path, `["shard", "fetch"]` for `src/shard/fetch.rs`.
+/// A module path, `["shard", "offline"]` for `src/shard/offline.rs`.
 type ModPath = Vec<String>;
 
 #[test]

@@ -349,7 +349,7 @@ fn acks_all_is_refused_before_appending_when_the_isr_is_too_small() {
     });
 }
 
-// A follower's out-of-range handling (`replica_reset`): starting over at the leader's log
+// A follower's out-of-range handling (`replica_manager/out_of_range.rs`): starting over at the leader's log
 // start, cutting to a shorter leader's end, answers the partition has moved on from.
 
 /// A follower of `OTHER` at epoch 3 holding offsets 0..5 of producer 77.
