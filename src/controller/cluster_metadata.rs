@@ -15,44 +15,14 @@ use uuid::Uuid;
 
 use super::delta::MetadataDelta;
 use super::records::{
-    BrokerFencing, CreatePartitions, CreateTopic, Endpoint, MetadataRecord, NewPartition,
-    PartitionChange, ProducerIdBlockAllocation, RegisterBroker, SetConfig,
+    BrokerFencing, CreatePartitions, CreateTopic, MetadataRecord, NewPartition, PartitionChange,
+    ProducerIdBlockAllocation, RegisterBroker, SetConfig,
 };
+// The plain values the metadata is made of live below the controller, so that every shard's
+// published image (`metadata::image`) shares them without importing the controller.
+pub use crate::metadata::cluster_state::{BrokerRegistration, PartitionState, TopicState};
 use crate::model::ProducerIdBlock;
 use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BrokerRegistration {
-    pub id: BrokerId,
-    /// The offset of the RegisterBroker record.
-    pub epoch: BrokerEpoch,
-    pub incarnation: Uuid,
-    pub endpoints: Vec<Endpoint>,
-    pub rack: Option<String>,
-    /// A fenced broker leads nothing and is in no ISR with other members. A registration
-    /// starts fenced; the controller unfences it once it has caught up with the log.
-    pub fenced: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PartitionState {
-    /// In assignment order (the election order).
-    pub replicas: Vec<BrokerId>,
-    pub isr: Vec<BrokerId>,
-    pub leader: Option<BrokerId>,
-    pub leader_epoch: LeaderEpoch,
-    pub partition_epoch: PartitionEpoch,
-    /// Shard slot, the same on every broker.
-    pub slot: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopicState {
-    pub name: String,
-    pub id: Uuid,
-    pub partitions: Vec<PartitionState>,
-    pub configs: BTreeMap<String, String>,
-}
 
 /// Why a committed record changed nothing: it was decided on a state that no longer holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

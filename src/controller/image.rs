@@ -1,75 +1,78 @@
-//! A shard's read-only copy of the cluster metadata, brought up to date by deltas: only the
-//! topics and brokers a delta names are copied from the applied metadata (a topic is an
-//! `Arc`, so "copied" is a reference count), never the whole map. Shard 0 applies the log
-//! and sends each shard the merged delta with a clone of the changed entries, in log order,
-//! so no shard sees an older epoch after a newer one.
+//! A shard's image of the applied cluster metadata (`metadata::MetadataImage`, the value every
+//! shard's services read in both modes), built from the controller's `ClusterMetadata` or
+//! brought up to date by deltas: only the topics and brokers a delta names are copied from the
+//! applied metadata (a topic is an `Arc`, so "copied" is a reference count), never the whole
+//! map. Shard 0 applies the log and publishes each shard the image in log order, so no shard
+//! sees an older epoch after a newer one.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use uuid::Uuid;
-
-use super::cluster_metadata::{BrokerRegistration, ClusterMetadata, TopicState};
+use super::cluster_metadata::ClusterMetadata;
 use super::delta::MetadataDelta;
-use crate::model::{BrokerId, MetadataOffset};
+use crate::metadata::image::{BrokerConfigs, ImageParts, MetadataImage};
+use crate::model::BrokerId;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MetadataImage {
-    /// The log offset the image reflects.
-    pub offset: Option<MetadataOffset>,
-    pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
-    pub topics: BTreeMap<Uuid, Arc<TopicState>>,
-    pub topic_ids: BTreeMap<String, Uuid>,
+/// The image of `source` for publication `version`: its brokers and topics (shared `Arc`s),
+/// the active controller as the quorum knows it, the cluster id of `meta.properties`.
+pub fn shard_image(
+    source: &ClusterMetadata,
+    version: u64,
+    cluster_id: String,
+    controller: Option<BrokerId>,
+    broker_configs: Arc<BrokerConfigs>,
+) -> MetadataImage {
+    MetadataImage::from_parts(
+        ImageParts {
+            version,
+            cluster_id,
+            metadata_offset: source.applied_offset(),
+            controller,
+            brokers: source.brokers().cloned().collect(),
+            broker_configs,
+        },
+        source.topics().cloned().collect::<Vec<_>>(),
+    )
 }
 
-impl MetadataImage {
-    /// Brings the image to `source`'s offset, given the merged delta of every record
-    /// applied since the image's offset.
-    pub fn update(&mut self, source: &ClusterMetadata, delta: &MetadataDelta) {
-        for (id, name) in &delta.deleted_topics {
-            self.topics.remove(id);
-            if self.topic_ids.get(name) == Some(id) {
-                self.topic_ids.remove(name);
-            }
-        }
-        for id in &delta.changed_topics {
-            match source.topic(*id) {
-                Some(topic) => {
-                    self.topic_ids.insert(topic.name.clone(), *id);
-                    self.topics.insert(*id, Arc::clone(topic));
-                }
-                // Changed, then deleted later in the same run.
-                None => {
-                    self.topics.remove(id);
-                }
-            }
-        }
-        for id in &delta.changed_brokers {
-            match source.broker(*id) {
-                Some(b) => self.brokers.insert(*id, b.clone()),
-                None => self.brokers.remove(id),
-            };
-        }
-        self.offset = source.applied_offset();
+/// Brings `image` to `source`'s offset, given the merged delta of every record applied since
+/// the image's offset.
+pub fn update(image: &mut MetadataImage, source: &ClusterMetadata, delta: &MetadataDelta) {
+    for (id, name) in &delta.deleted_topics {
+        image.remove_topic(*id, name);
     }
+    for id in &delta.changed_topics {
+        match source.topic(*id) {
+            Some(topic) => image.put_topic(Arc::clone(topic)),
+            // Changed, then deleted later in the same run.
+            None => image.remove_topic(*id, ""),
+        }
+    }
+    for id in &delta.changed_brokers {
+        image.put_broker(*id, source.broker(*id).cloned());
+    }
+    image.metadata_offset = source.applied_offset();
+}
 
-    /// Whether the image holds exactly `source`'s brokers and topics (for tests and checks).
-    pub fn matches(&self, source: &ClusterMetadata) -> bool {
-        self.offset == source.applied_offset()
-            && self.brokers.len() == source.brokers().count()
-            && source.brokers().all(|b| self.brokers.get(&b.id) == Some(b))
-            && self.topics.len() == source.topics().count()
-            && self.topic_ids.len() == self.topics.len()
-            && source.topics().all(|t| {
-                self.topics.get(&t.id) == Some(t) && self.topic_ids.get(&t.name) == Some(&t.id)
-            })
-    }
+/// Whether `image` holds exactly `source`'s brokers and topics (for tests and checks).
+pub fn matches(image: &MetadataImage, source: &ClusterMetadata) -> bool {
+    let topics: Vec<_> = image.topics().collect();
+    image.metadata_offset == source.applied_offset()
+        && image.broker_count() == source.brokers().count()
+        && source.brokers().all(|b| image.broker(b.id) == Some(b))
+        && topics.len() == source.topics().count()
+        && image.topic_count() == topics.len()
+        && source.topics().all(|t| {
+            image.topic(t.id) == Some(t) && image.topic_by_name(&t.name).map(|x| x.id) == Some(t.id)
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::controller::records::{CreateTopic, MetadataRecord, NewPartition, RegisterBroker};
+    use crate::model::MetadataOffset;
+    use std::collections::BTreeMap;
+    use uuid::Uuid;
 
     #[test]
     fn an_image_follows_deltas_and_shares_unchanged_topics() {
@@ -105,9 +108,9 @@ mod tests {
                     .expect("applies"),
             );
         }
-        image.update(&meta, &delta);
-        assert!(image.matches(&meta));
-        let b_before = Arc::clone(&image.topics[&Uuid::from_u128(11)]);
+        update(&mut image, &meta, &delta);
+        assert!(matches(&image, &meta));
+        let b_before = Arc::clone(image.topic(Uuid::from_u128(11)).expect("b"));
         // Delete `a` and recreate it under a new id, in one run of deltas.
         let mut delta = MetadataDelta::default();
         let more = [
@@ -122,9 +125,12 @@ mod tests {
                     .expect("applies"),
             );
         }
-        image.update(&meta, &delta);
-        assert!(image.matches(&meta));
-        assert_eq!(image.topic_ids["a"], Uuid::from_u128(12));
-        assert!(Arc::ptr_eq(&b_before, &image.topics[&Uuid::from_u128(11)]));
+        update(&mut image, &meta, &delta);
+        assert!(matches(&image, &meta));
+        assert_eq!(image.topic_by_name("a").expect("a").id, Uuid::from_u128(12));
+        assert!(Arc::ptr_eq(
+            &b_before,
+            image.topic(Uuid::from_u128(11)).expect("b")
+        ));
     }
 }

@@ -26,13 +26,12 @@
 //!   restarts every broker's session grace period).
 //!
 //! The seam is implemented in [`quorum`] (openraft's storage, state machine and network,
-//! plus the active controller's loop and the broker's session); [`published`] is what the
-//! shards read of the applied metadata.
+//! plus the active controller's loop and the broker's session); [`image`] builds the shards'
+//! `metadata::MetadataImage` of the applied metadata.
 
 pub mod active_controller;
 pub mod alter_partition;
 pub mod broker_lifecycle;
-pub mod client_view;
 pub mod cluster_metadata;
 pub mod delta;
 pub mod election;
@@ -41,7 +40,6 @@ pub mod error;
 pub mod image;
 pub mod kraft_config;
 pub mod placement;
-pub mod published;
 pub mod quorum;
 pub mod records;
 #[cfg(test)]
@@ -59,6 +57,5 @@ pub use cluster_metadata::{
 pub use delta::MetadataDelta;
 pub use error::ControllerError;
 
-pub use image::MetadataImage;
 pub use records::MetadataRecord;
 pub use topic_admin::CreateTopicRequest;

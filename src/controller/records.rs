@@ -21,14 +21,7 @@ use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 /// The envelope version written by [`encode`]; [`decode`] refuses others.
 pub const RECORD_FORMAT_VERSION: u16 = 1;
 
-/// A listener a broker advertises (`advertised.listeners`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Endpoint {
-    /// Listener name, e.g. `PLAINTEXT`.
-    pub name: String,
-    pub host: String,
-    pub port: u16,
-}
+pub use crate::metadata::cluster_state::Endpoint;
 
 /// One partition as created: its replicas in assignment order and the shard slot it gets on
 /// every broker (CLUSTER.md, "Thread-per-core placement").

@@ -23,11 +23,11 @@ use super::broker_lifecycle::{BrokerRegistrationRequest, Heartbeat};
 use super::cluster_metadata::{ClusterMetadata, PartitionState};
 use super::delta::MetadataDelta;
 use super::error::ControllerError;
-use super::image::MetadataImage;
 use super::records::MetadataRecord;
 use super::snapshot::{decode_snapshot, encode_snapshot};
 use super::topic_admin::CreateTopicRequest;
 use super::{ActiveController, ControllerConfig};
+use crate::metadata::MetadataImage;
 use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 use crate::util::rng::SeededRng;
 
@@ -549,8 +549,8 @@ impl Sim {
         }
         if self.rng.chance(300) {
             let delta = std::mem::take(&mut self.unpublished);
-            self.image.update(&self.committed, &delta);
-            if !self.image.matches(&self.committed) {
+            super::image::update(&mut self.image, &self.committed, &delta);
+            if !super::image::matches(&self.image, &self.committed) {
                 return Err("the image updated by deltas differs from the metadata".to_string());
             }
         }

@@ -14,8 +14,8 @@ use std::time::Duration;
 use crate::config::BrokerConfig;
 use crate::controller::active_controller::ControllerConfig;
 use crate::controller::cluster_metadata::ClusterMetadata;
+use crate::controller::image::shard_image;
 use crate::controller::kraft_config::{HostPort, KraftConfig, KraftConfigError};
-use crate::controller::published::{ClusterSummary, PublishedCluster};
 use crate::controller::quorum::broker_session::{self, BrokerSessionConfig};
 use crate::controller::quorum::controller_link::{self, ControllerLink};
 use crate::controller::quorum::state_machine::MetadataView;
@@ -66,7 +66,8 @@ pub enum ClusterStartError {
 #[derive(Debug)]
 pub struct ClusterSetup {
     pub kraft: KraftConfig,
-    pub published: Arc<PublishedCluster>,
+    /// From `meta.properties` (or `cluster.id`): fixed for the life of the process.
+    pub cluster_id: String,
     /// This process's registration id (a restart is a new incarnation): partitions lead
     /// only once the applied metadata holds this registration.
     pub incarnation: uuid::Uuid,
@@ -94,7 +95,7 @@ pub fn prepare(config: &BrokerConfig) -> Result<Option<ClusterSetup>, ClusterSta
     );
     Ok(Some(ClusterSetup {
         kraft,
-        published: Arc::new(PublishedCluster::new(cluster_id)),
+        cluster_id,
         incarnation: uuid::Uuid::new_v4(),
     }))
 }
@@ -274,7 +275,7 @@ pub async fn start(
         Rc::clone(shard),
         Rc::clone(&view),
         node.clone(),
-        Arc::clone(&setup.published),
+        setup.cluster_id.clone(),
         Rc::clone(&shutdown),
     )));
     let mut session_task = None;
@@ -337,7 +338,7 @@ pub fn start_replication(setup: &ClusterSetup, shard: &Rc<Shard>) -> Result<(), 
         settings,
         Rc::new(ControllerLink::new(voters)),
         Rc::clone(&shard.partitions),
-        Arc::clone(&setup.published),
+        Rc::clone(&shard.metadata_cache),
         Rc::new(GroupRoles(Rc::downgrade(shard))),
     ));
     if shard.replicas.set(Rc::clone(&manager)).is_ok() {
@@ -353,7 +354,7 @@ async fn follow_applied(
     shard: Rc<Shard>,
     view: Rc<MetadataView>,
     node: Option<Rc<QuorumNode>>,
-    published: Arc<PublishedCluster>,
+    cluster_id: String,
     shutdown: Rc<ShutdownSignal>,
 ) {
     let me = BrokerId(shard.config.node_id);
@@ -371,6 +372,8 @@ async fn follow_applied(
     let mut applied = view.subscribe();
     let mut adopted: Option<MetadataOffset> = None;
     let mut last_published: Option<(Option<MetadataOffset>, Option<BrokerId>)> = None;
+    // Publication order for the shards' caches (the empty image before it is 0).
+    let mut version = 0u64;
     while !shutdown.is_triggered() {
         let offset = view.applied_offset();
         // Until the view has caught up with what this broker copied before it stopped,
@@ -393,15 +396,23 @@ async fn follow_applied(
             }
         }
         let leader = node.as_ref().and_then(|n| n.status().leader);
-        // The leader is polled every half second; the summary (a copy of the metadata's
-        // maps) is only built when something changed.
+        // The leader is polled every half second; the image (the metadata's maps, sharing
+        // its topics) is only built when something changed.
         if caught_up && last_published != Some((offset, leader)) {
-            let summary = Arc::new(ClusterSummary::of(&view.get(), leader));
+            version += 1;
+            let image = Arc::new(shard_image(
+                &view.get(),
+                version,
+                cluster_id.clone(),
+                leader,
+                // The stored ones: the metadata log carries no broker configs (yet).
+                Arc::new(shard.metadata().broker_configs.clone()),
+            ));
             // Roles first: a client told of a new leader finds it leading.
             if last_published.is_none_or(|(o, _)| o != offset) {
-                shard.apply_roles_everywhere(&summary).await;
+                shard.apply_roles_everywhere(&image).await;
             }
-            published.publish_shared(summary);
+            shard.publish_everywhere(image).await;
             last_published = Some((offset, leader));
             if let Some(o) = offset {
                 shard.note_published(o);

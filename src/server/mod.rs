@@ -421,7 +421,13 @@ async fn shard_main(
     }
     let mut cluster_tasks = None;
     if let Some(setup) = &cluster {
-        let _ = shard.cluster.set(Arc::clone(&setup.published));
+        // Answers name the cluster from the start; brokers and topics come with the first
+        // publication of the applied metadata log.
+        shard
+            .metadata_cache
+            .publish(Arc::new(crate::metadata::MetadataImage::empty(
+                setup.cluster_id.clone(),
+            )));
         cluster_mode::start_replication(setup, &shard).map_err(|e| e.to_string())?;
         if shard.id == 0 {
             let tasks = cluster_mode::start(setup, &shard)

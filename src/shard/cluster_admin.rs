@@ -17,7 +17,8 @@ use crate::controller::topic_admin::CreateTopicRequest;
 use crate::controller::topic_changes::TopicChange;
 use crate::group::api::OFFSETS_TOPIC;
 use crate::idempotence::producer_ids::ProducerIdError;
-use crate::metadata::{PartitionMeta, StoredMetadata, TopicMetadata};
+use crate::metadata::cluster_state::PartitionState;
+use crate::metadata::{LiveBroker, PartitionMeta, StoredMetadata, TopicMetadata};
 use crate::model::{BrokerId, MetadataOffset, ProducerIdBlock};
 use crate::partition::offsets_reader::OffsetsReader;
 use crate::partition::ops::error_result;
@@ -178,8 +179,9 @@ impl Shard {
             .ok_or_else(|| unavailable("cluster mode is still starting"))?;
         let me = BrokerId(self.config.node_id);
         let epoch = self
-            .published_summary()
-            .and_then(|s| s.metadata.broker(me).map(|b| b.epoch))
+            .image()
+            .broker(me)
+            .map(|b| b.epoch)
             .ok_or_else(|| unavailable("this broker is not registered yet"))?;
         let (start, end) = admin
             .link
@@ -278,31 +280,16 @@ impl Shard {
         }
     }
 
-    /// Cluster mode: the published metadata partition requests are checked against (read
-    /// once per request); `None` on a single node.
-    pub(super) fn published_summary(
-        &self,
-    ) -> Option<Arc<crate::controller::published::ClusterSummary>> {
-        Some(self.cluster.get()?.get())
-    }
-
-    /// The refusal of a partition request this broker cannot serve, decided on `summary`
-    /// (see [`Shard::published_summary`]); `None` when it leads the partition, or holds a
-    /// replica of it and the request may be answered by any replica (Describe, a debugging
-    /// client's ListOffsets).
+    /// The refusal of a partition request this broker cannot serve, decided on `state` (the
+    /// partition as the image the request is routed by has it); `None` when it leads the
+    /// partition, or holds a replica of it and the request may be answered by any replica
+    /// (Describe, a debugging client's ListOffsets). A single node leads every partition.
     pub(super) fn leadership_refusal(
         &self,
-        summary: &crate::controller::published::ClusterSummary,
+        state: &PartitionState,
         op: &PartitionOp,
     ) -> Option<PartitionResult> {
         let (topic, partition) = op.topic_partition();
-        let Some(state) = summary.metadata.partition_by_name(topic, partition) else {
-            return Some(error_result(
-                op,
-                ResponseError::UnknownTopicOrPartition.code(),
-                format!("{topic}-{partition} does not exist"),
-            ));
-        };
         let me = BrokerId(self.config.node_id);
         let any_replica = matches!(
             op,
@@ -339,18 +326,21 @@ impl Shard {
     /// Cluster mode: who coordinates `group_id`, or the error code to answer while nobody
     /// can (no offsets topic yet, its partition leaderless); `None` on a single node.
     pub fn cluster_coordinator(&self, group_id: &str) -> Option<Result<CoordinatorBroker, i16>> {
-        let summary = self.cluster.get()?.get();
+        if !self.config.is_cluster_mode() {
+            return None;
+        }
+        let image = self.image();
         let unavailable = Err(ResponseError::CoordinatorNotAvailable.code());
-        let Some(topic) = summary.metadata.topic_by_name(OFFSETS_TOPIC) else {
+        let Some(topic) = image.topic_by_name(OFFSETS_TOPIC) else {
             return Some(unavailable);
         };
         let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         let partition = crate::group::api::offsets_partition_for(group_id, count);
-        let leader = summary
-            .metadata
+        let leader = image
             .partition_by_name(OFFSETS_TOPIC, partition)
             .and_then(|p| p.leader);
-        let broker = leader.and_then(|l| summary.brokers.iter().find(|b| b.id == l));
+        let live = image.live_brokers();
+        let broker = leader.and_then(|l| live.iter().find(|b| b.id == l));
         Some(match broker {
             Some(b) => Ok(CoordinatorBroker {
                 id: b.id.0,
@@ -368,20 +358,20 @@ pub struct LeaderHint {
     pub leader_id: i32,
     pub leader_epoch: i32,
     /// The leader's endpoint, when it is live (the response's `node_endpoints`).
-    pub endpoint: Option<crate::controller::published::LiveBroker>,
+    pub endpoint: Option<LiveBroker>,
 }
 
 impl Shard {
-    /// Cluster mode: the current leader of `topic`/`partition` as the published metadata
-    /// has it; `None` on a single node or when the partition is unknown or leaderless.
+    /// The current leader of `topic`/`partition` as the published metadata has it; `None`
+    /// when the partition is unknown or leaderless.
     pub fn leader_hint(&self, topic: &str, partition: i32) -> Option<LeaderHint> {
-        let summary = self.cluster.get()?.get();
-        let state = summary.metadata.partition_by_name(topic, partition)?;
+        let image = self.image();
+        let state = image.partition_by_name(topic, partition)?;
         let leader = state.leader?;
         Some(LeaderHint {
             leader_id: leader.0,
             leader_epoch: state.leader_epoch.0,
-            endpoint: summary.brokers.iter().find(|b| b.id == leader).cloned(),
+            endpoint: image.live_brokers().into_iter().find(|b| b.id == leader),
         })
     }
 }

@@ -15,7 +15,7 @@ use crate::runtime;
 use super::messages::{ShardReply, ShardRequest};
 use super::Shard;
 use crate::group::service::GroupHost;
-use crate::metadata::StoredMetadata;
+use crate::metadata::MetadataImage;
 
 /// Why a group call got no answer from its coordinator: a Kafka error code for the whole
 /// request (COORDINATOR_NOT_AVAILABLE while the offsets topic is missing or a shard is gone).
@@ -33,7 +33,7 @@ impl GroupHost for Shard {
     }
 
     fn offsets_partition_count(&self) -> Option<i32> {
-        offsets_partition_count(&self.metadata())
+        offsets_partition_count(&self.image())
     }
 }
 
@@ -79,7 +79,7 @@ impl Shard {
     /// it on the first FindCoordinator; creating it up front means the first consumer does
     /// not wait for it). `replication_factor` -1: `default.replication.factor`.
     pub async fn ensure_offsets_topic(self: &Rc<Self>, replication_factor: i32) {
-        if self.id != 0 || self.metadata().topic(OFFSETS_TOPIC).is_some() {
+        if self.id != 0 || self.image().topic_by_name(OFFSETS_TOPIC).is_some() {
             return;
         }
         let mut configs = std::collections::BTreeMap::new();
@@ -114,7 +114,7 @@ impl Shard {
 
     /// The shard coordinating `group_id`, or None while `__consumer_offsets` does not exist.
     pub fn group_coordinator_shard(&self, group_id: &str) -> Option<usize> {
-        let meta = self.metadata();
+        let meta = self.image();
         let partitions = offsets_partition_count(&meta)?;
         let partition = offsets_partition_for(group_id, partitions);
         meta.shard_of(OFFSETS_TOPIC, partition, self.count)
@@ -273,8 +273,8 @@ impl Shard {
 /// Partitions of `__consumer_offsets` as it exists, which groups are routed by (Kafka's
 /// rule): `offsets.topic.num.partitions` only sizes the topic when it is created, and a
 /// restart with another value must still find the groups where their records are.
-pub(super) fn offsets_partition_count(meta: &StoredMetadata) -> Option<i32> {
-    let topic = meta.topic(OFFSETS_TOPIC)?;
+pub(super) fn offsets_partition_count(meta: &MetadataImage) -> Option<i32> {
+    let topic = meta.topic_by_name(OFFSETS_TOPIC)?;
     i32::try_from(topic.partitions.len()).ok()
 }
 

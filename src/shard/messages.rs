@@ -63,8 +63,10 @@ pub enum MetadataRequest {
     Apply(Arc<StoredMetadata>),
     /// A metadata change, sent to shard 0 (the only writer).
     Admin(AdminOp),
-    /// Cluster mode: lead or follow as this metadata says, before it is published.
-    ApplyRoles(Arc<crate::controller::published::ClusterSummary>),
+    /// Cluster mode: lead or follow as this image says, before it is published.
+    ApplyRoles(Arc<crate::metadata::MetadataImage>),
+    /// Cluster mode: the image to answer requests from, once every shard applied its roles.
+    Publish(Arc<crate::metadata::MetadataImage>),
 }
 
 pub enum ShardReply {

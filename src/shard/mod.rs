@@ -33,7 +33,7 @@ use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
 
-use crate::metadata::StoredMetadata;
+use crate::metadata::{LiveBroker, MetadataCache, MetadataImage, StoredMetadata};
 use crate::partition::error::PartitionError;
 use crate::partition::manager::{Housekeeping, ManagerSettings, PartitionManager};
 use crate::partition::offline_notice::OfflineNotice;
@@ -73,9 +73,10 @@ pub struct Shard {
     pub produce_memory: MemoryBudget,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
     pub fetch_sessions: RefCell<fetch_session::FetchSessions>,
-    /// Cluster mode: the live brokers and controller that shard 0 publishes from the
-    /// metadata log (set once at start; unset on a single-node broker).
-    pub cluster: std::cell::OnceCell<Arc<crate::controller::published::PublishedCluster>>,
+    /// The metadata image the shard's services read (both modes): on a single node rebuilt
+    /// from the stored metadata at every change, in cluster mode published by shard 0 from
+    /// the applied metadata log.
+    pub metadata_cache: Rc<MetadataCache>,
     /// Cluster mode, shard 0: where admin changes go (see [`cluster_admin`]).
     cluster_admin: std::cell::OnceCell<cluster_admin::ClusterAdmin>,
     /// Cluster mode: this shard's replication (roles, fetchers, ISR changes).
@@ -123,9 +124,16 @@ impl Shard {
             data_dir: config.data_dir.clone(),
             cluster_mode: config.is_cluster_mode(),
         }));
+        // Cluster mode starts empty: the image comes from the metadata log once applied.
+        let image = if config.is_cluster_mode() {
+            MetadataImage::empty(String::new())
+        } else {
+            MetadataImage::single_node(&meta, &advertised_self(&config), None)
+        };
         let shard = Rc::new(Shard {
             id,
             count,
+            metadata_cache: Rc::new(MetadataCache::new(image)),
             config,
             metadata: RefCell::new(Arc::new(meta)),
             partitions,
@@ -143,7 +151,6 @@ impl Shard {
                 fetch_session_slots,
                 first_session_id(id),
             )),
-            cluster: std::cell::OnceCell::new(),
             cluster_admin: std::cell::OnceCell::new(),
             replicas: std::cell::OnceCell::new(),
             stopping: crate::util::shutdown::ShutdownSignal::new(),
@@ -161,6 +168,14 @@ impl Shard {
         Ok((shard, inboxes, recovery))
     }
 
+    /// The metadata image as last published to this shard: what requests are answered from.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.metadata_cache.get()
+    }
+
+    /// The stored metadata (shard 0 changes it on a single node; in cluster mode the copy of
+    /// the controller's topics that places this broker's logs). Not for answering clients:
+    /// they are answered from [`Shard::image`].
     pub fn metadata(&self) -> Arc<StoredMetadata> {
         Arc::clone(&self.metadata.borrow())
     }
@@ -170,7 +185,7 @@ impl Shard {
     /// defaults, producer expiry) is read from this, not from `config`.
     pub fn effective_config(&self) -> BrokerConfig {
         self.config
-            .with_dynamic(&self.metadata().broker_config_layers(self.config.node_id))
+            .with_dynamic(&self.image().broker_config_layers(self.config.node_id))
     }
 
     /// Opens, reconfigures and closes this shard's logs to match `meta` (see
@@ -312,10 +327,14 @@ impl Shard {
                 ShardReply::Applied
             }
             MetadataRequest::Admin(op) => ShardReply::Admin(self.execute_admin(op).await),
-            MetadataRequest::ApplyRoles(summary) => {
+            MetadataRequest::ApplyRoles(image) => {
                 if let Some(manager) = self.replicas.get() {
-                    manager.apply_roles(summary).await;
+                    manager.apply_roles(image).await;
                 }
+                ShardReply::Applied
+            }
+            MetadataRequest::Publish(image) => {
+                self.metadata_cache.publish(image);
                 ShardReply::Applied
             }
         }
@@ -343,23 +362,21 @@ impl Shard {
         ops: Vec<PartitionOp>,
         fetch_budget: Option<usize>,
     ) -> Vec<PartitionResult> {
-        let meta = self.metadata();
-        let published = self.published_summary();
+        let image = self.image();
         let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::new();
         let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
         for (i, op) in ops.into_iter().enumerate() {
-            let refused = published
-                .as_ref()
-                .and_then(|summary| self.leadership_refusal(summary, &op));
-            if let Some(refused) = refused {
+            let (topic, partition) = op.topic_partition();
+            let Some(state) = image.partition_by_name(topic, partition) else {
+                results[i] = Some(unknown_partition_result(&op));
+                continue;
+            };
+            if let Some(refused) = self.leadership_refusal(state, &op) {
                 results[i] = Some(refused);
                 continue;
             }
-            let (topic, partition) = op.topic_partition();
-            match meta.shard_of(topic, partition, self.count) {
-                Some(owner) => by_shard.entry(owner).or_default().push((i, op)),
-                None => results[i] = Some(unknown_partition_result(&op)),
-            }
+            let owner = crate::metadata::shard_for_slot(state.slot, self.count);
+            by_shard.entry(owner).or_default().push((i, op));
         }
         let mut tasks = Vec::new();
         for (owner, batch) in by_shard {
@@ -575,6 +592,14 @@ impl Shard {
             return;
         }
         *self.metadata.borrow_mut() = Arc::clone(&meta);
+        if !self.config.is_cluster_mode() {
+            // A single node's image is its stored metadata; in cluster mode the image comes
+            // from the metadata log (`publish_image`), the stored copy only places the logs.
+            let previous = self.image();
+            let image =
+                MetadataImage::single_node(&meta, &advertised_self(&self.config), Some(&previous));
+            self.metadata_cache.publish(Arc::new(image));
+        }
         let (_, offline) = self.open_owned_logs(&meta).await;
         // Before acknowledging: whoever asked for the change (CreateTopics) sees them.
         if !offline.is_empty() {
@@ -615,7 +640,16 @@ impl Shard {
     }
 }
 
-/// Bytes of record data in a request's produce operations.
+/// This broker as its clients reach it (a single node's only broker).
+fn advertised_self(config: &BrokerConfig) -> LiveBroker {
+    LiveBroker {
+        id: crate::model::BrokerId(config.node_id),
+        host: config.advertised_host.clone(),
+        port: config.advertised_port,
+        rack: None,
+    }
+}
+
 /// A shard's first fetch session id: shards and restarts start apart, so that a client that
 /// reconnects elsewhere with an old id is answered FETCH_SESSION_ID_NOT_FOUND, not someone
 /// else's session.
@@ -628,6 +662,7 @@ fn first_session_id(shard: usize) -> i32 {
     spread.max(1) as i32
 }
 
+/// Bytes of record data in a request's produce operations.
 fn produce_bytes(request: &ShardRequest) -> usize {
     match request {
         ShardRequest::Partitions(PartitionRequest::Ops { ops, .. }) => ops

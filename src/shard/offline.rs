@@ -16,8 +16,8 @@ impl Shard {
     /// every shard is told before this returns. Nothing more is written to its log.
     pub async fn mark_offline(self: &Rc<Self>, topic: &str, index: i32, cause: OfflineCause) {
         let topic_id = self
-            .metadata()
-            .topic(topic)
+            .image()
+            .topic_by_name(topic)
             .map(|t| t.id)
             .unwrap_or_default();
         if let Some(notice) = self.partitions.take_offline(topic, index, topic_id, cause) {

@@ -1,5 +1,6 @@
-//! Cluster mode: partition roles applied on every shard before the broker publishes new
-//! metadata, so that a client told this broker leads a partition finds it leading.
+//! Cluster mode: partition roles applied on every shard before the broker publishes a new
+//! metadata image, so that a client told this broker leads a partition finds it leading; then
+//! the image published to every shard's metadata cache.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use super::messages::{MetadataRequest, ShardRequest};
 use super::Shard;
-use crate::controller::published::ClusterSummary;
+use crate::metadata::MetadataImage;
 use crate::runtime;
 
 /// How long the publisher waits for a shard to apply new roles before publishing anyway
@@ -15,27 +16,27 @@ use crate::runtime;
 const APPLY_ROLES_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Shard {
-    /// Every shard leads or follows as `summary` says; returns once all did (or after
-    /// [`APPLY_ROLES_TIMEOUT`]). The publisher calls this before publishing `summary`, so
+    /// Every shard leads or follows as `image` says; returns once all did (or after
+    /// [`APPLY_ROLES_TIMEOUT`]). The publisher calls this before publishing `image`, so
     /// a client told that this broker leads a partition finds it leading (Kafka's brokers
     /// too apply a metadata delta before it reaches their metadata cache).
-    pub async fn apply_roles_everywhere(self: &Rc<Self>, summary: &Arc<ClusterSummary>) {
+    pub async fn apply_roles_everywhere(self: &Rc<Self>, image: &Arc<MetadataImage>) {
         let mut tasks = Vec::with_capacity(self.count);
         for to in 0..self.count {
             let shard = Rc::clone(self);
-            let summary = Arc::clone(summary);
+            let image = Arc::clone(image);
             tasks.push(runtime::spawn(async move {
                 let apply = async {
                     if to == shard.id {
                         if let Some(manager) = shard.replicas.get() {
-                            manager.apply_roles(summary).await;
+                            manager.apply_roles(image).await;
                         }
                         true
                     } else {
                         shard
                             .request(
                                 to,
-                                ShardRequest::Metadata(MetadataRequest::ApplyRoles(summary)),
+                                ShardRequest::Metadata(MetadataRequest::ApplyRoles(image)),
                             )
                             .await
                             .is_some()
@@ -55,6 +56,33 @@ impl Shard {
                     shard = to,
                     "a shard did not apply new partition roles in time; publishing anyway"
                 );
+            }
+        }
+    }
+
+    /// Every shard answers from `image` from now on; returns once all took it. Called after
+    /// [`Shard::apply_roles_everywhere`], in publication order (Kafka's brokers publish a new
+    /// image to their metadata cache once its listeners applied the delta).
+    pub async fn publish_everywhere(self: &Rc<Self>, image: Arc<MetadataImage>) {
+        let mut tasks = Vec::with_capacity(self.count);
+        for to in 0..self.count {
+            if to == self.id {
+                continue;
+            }
+            let shard = Rc::clone(self);
+            let image = Arc::clone(&image);
+            tasks.push(runtime::spawn(async move {
+                let sent = shard
+                    .request(to, ShardRequest::Metadata(MetadataRequest::Publish(image)))
+                    .await;
+                (to, sent.is_some())
+            }));
+        }
+        self.metadata_cache.publish(image);
+        for t in tasks {
+            let (to, published) = t.await;
+            if !published {
+                tracing::warn!(shard = to, "a shard did not take the published metadata");
             }
         }
     }

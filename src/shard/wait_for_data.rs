@@ -18,7 +18,7 @@ impl Shard {
         timeout: Duration,
         log_end: bool,
     ) -> bool {
-        let meta = self.metadata();
+        let meta = self.image();
         let mut by_shard: HashMap<usize, Vec<(String, i32, i64)>> = HashMap::new();
         for (t, p, o) in partitions {
             if let Some(owner) = meta.shard_of(&t, p, self.count) {

@@ -16,7 +16,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{out_of_range, ReplicaManager, FETCH_BACKOFF, REPLICA_FETCH_VERSION};
-use crate::controller::cluster_metadata::ClusterMetadata;
+use crate::metadata::MetadataImage;
 use crate::model::{BrokerId, LeaderEpoch};
 use crate::partition::replica_role::{FetchPosition, LeaderMarks};
 use crate::partition::Partition;
@@ -40,7 +40,7 @@ impl ReplicaManager {
 }
 
 /// The address clients use for `broker`, from its registration.
-fn broker_addr(meta: &ClusterMetadata, broker: BrokerId) -> Option<SocketAddr> {
+fn broker_addr(meta: &MetadataImage, broker: BrokerId) -> Option<SocketAddr> {
     let e = meta.broker(broker)?.endpoints.first()?;
     (e.host.as_str(), e.port).to_socket_addrs().ok()?.next()
 }
@@ -75,7 +75,7 @@ async fn run_fetcher(manager: &Rc<ReplicaManager>, leader: BrokerId) {
         // The address is looked up for a new connection only: a leader that restarted on
         // another address closed the old one.
         if client.is_none() {
-            let Some(addr) = broker_addr(&manager.summary().metadata, leader) else {
+            let Some(addr) = broker_addr(&manager.image(), leader) else {
                 runtime::sleep(FETCH_BACKOFF).await;
                 continue;
             };

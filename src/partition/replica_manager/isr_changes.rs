@@ -131,8 +131,7 @@ impl ReplicaManager {
         p: &Partition,
         proposal: &IsrProposal,
     ) -> Option<AlterPartitionRequest> {
-        let summary = self.summary();
-        let meta = &summary.metadata;
+        let meta = self.image();
         let (topic, me) = (meta.topic_by_name(&p.topic)?, meta.broker(self.me)?);
         Some(AlterPartitionRequest {
             broker_id: self.me,

@@ -20,8 +20,7 @@ async fn leading(
 ) -> (Rc<ReplicaManager>, Rc<Partition>) {
     let (manager, p) = manager(dir, channel).await;
     let state = manager
-        .summary()
-        .metadata
+        .image()
         .partition_by_name("t", 0)
         .expect("partition")
         .clone();

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use super::manager::PartitionManager;
 use super::Partition;
-use crate::controller::published::{ClusterSummary, PublishedCluster};
+use crate::metadata::{MetadataCache, MetadataImage};
 use crate::model::BrokerId;
 use crate::replication::leader_state::LeaderConfig;
 use crate::runtime;
@@ -78,13 +78,13 @@ pub struct ReplicaManager {
     link: Rc<dyn IsrChannel>,
     /// The shard's partitions.
     partitions: Rc<PartitionManager>,
-    /// The metadata the broker last published (cluster mode's view of leaders and ISRs).
-    published: Arc<PublishedCluster>,
+    /// The shard's metadata cache (the published view of leaders and ISRs).
+    cache: Rc<MetadataCache>,
     roles: Rc<dyn RoleListener>,
     /// Leaders with a fetcher task running.
     fetching_from: RefCell<HashSet<BrokerId>>,
-    /// The summary the roles were last applied from.
-    applied: RefCell<Option<Arc<ClusterSummary>>>,
+    /// The image the roles were last applied from.
+    applied: RefCell<Option<Arc<MetadataImage>>>,
     /// Role changes one at a time (the publisher's and the poll's).
     applying: Exclusive,
     last_shrink_check_ms: Cell<i64>,
@@ -98,7 +98,7 @@ impl ReplicaManager {
         settings: ReplicaSettings,
         link: Rc<dyn IsrChannel>,
         partitions: Rc<PartitionManager>,
-        published: Arc<PublishedCluster>,
+        cache: Rc<MetadataCache>,
         roles: Rc<dyn RoleListener>,
     ) -> ReplicaManager {
         ReplicaManager {
@@ -107,7 +107,7 @@ impl ReplicaManager {
             settings,
             link,
             partitions,
-            published,
+            cache,
             roles,
             fetching_from: RefCell::new(HashSet::new()),
             applied: RefCell::new(None),
@@ -121,8 +121,8 @@ impl ReplicaManager {
         self.shutdown.trigger();
     }
 
-    fn summary(&self) -> Arc<ClusterSummary> {
-        self.published.get()
+    fn image(&self) -> Arc<MetadataImage> {
+        self.cache.get()
     }
 
     fn leader_config(&self, p: &Partition) -> LeaderConfig {
@@ -147,21 +147,22 @@ impl ReplicaManager {
         let manager = Rc::clone(self);
         runtime::spawn_detached(async move {
             while !manager.shutdown.is_triggered() {
-                manager.apply_roles(manager.summary()).await;
+                manager.apply_roles(manager.image()).await;
                 manager.check_shrinks();
                 futures_lite::future::or(runtime::sleep(ROLE_POLL), manager.shutdown.wait()).await;
             }
         });
     }
 
-    /// Leads or follows each hosted partition as `summary` says, unless roles were applied from
+    /// Leads or follows each hosted partition as `image` says, unless roles were applied from
     /// it or from newer metadata already.
-    pub async fn apply_roles(self: &Rc<Self>, summary: Arc<ClusterSummary>) {
+    pub async fn apply_roles(self: &Rc<Self>, image: Arc<MetadataImage>) {
         let manager = self;
         let _one_at_a_time = manager.applying.enter().await;
-        let done = manager.applied.borrow().as_ref().is_some_and(|a| {
-            Arc::ptr_eq(a, &summary) || a.metadata_offset > summary.metadata_offset
-        });
+        let done =
+            manager.applied.borrow().as_ref().is_some_and(|a| {
+                Arc::ptr_eq(a, &image) || a.metadata_offset > image.metadata_offset
+            });
         if done {
             return;
         }
@@ -170,8 +171,7 @@ impl ReplicaManager {
         // at an epoch it led before the crash (with a log that may have lost its unflushed
         // tail). It leads only once its new registration is applied: the controller fenced
         // the old one in the same batch, which moved or bumped those leaderships.
-        let registered = summary
-            .metadata
+        let registered = image
             .broker(manager.me)
             .is_some_and(|b| b.incarnation == manager.incarnation);
         // Demotions at once; promotions after them and side by side: each makes an epoch
@@ -179,7 +179,7 @@ impl ReplicaManager {
         // fsyncs as partitions (seconds on a loaded disk).
         let mut leading = Vec::new();
         for p in manager.partitions.all() {
-            let Some(state) = summary.metadata.partition_by_name(&p.topic, p.index) else {
+            let Some(state) = image.partition_by_name(&p.topic, p.index) else {
                 continue;
             };
             if state.leader == Some(manager.me) && registered {
@@ -198,13 +198,13 @@ impl ReplicaManager {
         let tasks: Vec<_> = leading
             .into_iter()
             .map(|(p, state)| {
-                let (me, config, summary) = (manager.me, manager.leader_config(&p), Arc::clone(&summary));
+                let (me, config, image) = (manager.me, manager.leader_config(&p), Arc::clone(&image));
                 runtime::spawn(async move {
                     let led = p.lead(me, &state, config, now).await;
                     if let Err(e) = &led {
                         tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "cannot become leader; trying again at the next role check");
                     }
-                    p.note_replica_liveness(|b| b == me || summary.metadata.is_unfenced(b));
+                    p.note_replica_liveness(|b| b == me || image.is_unfenced(b));
                     led.is_ok()
                 })
             })
@@ -216,7 +216,7 @@ impl ReplicaManager {
         // A leadership that failed to start (its epoch entry not durable) is tried again at
         // the next role poll: recorded as applied, it would wait for the next metadata change.
         if all_led {
-            *manager.applied.borrow_mut() = Some(summary);
+            *manager.applied.borrow_mut() = Some(image);
         }
         manager.roles.leading(&led);
     }

@@ -22,11 +22,11 @@ fn a_leadership_that_failed_to_start_is_tried_again() {
                 .times(1)
                 .errno(libc::EIO),
         );
-        let summary = manager.summary();
-        manager.apply_roles(std::sync::Arc::clone(&summary)).await;
+        let image = manager.image();
+        manager.apply_roles(std::sync::Arc::clone(&image)).await;
         assert_eq!(p.leading_epoch(), None, "the first attempt failed");
         // The next role poll sees the same publication.
-        manager.apply_roles(summary).await;
+        manager.apply_roles(image).await;
         assert_eq!(p.leading_epoch(), Some(LeaderEpoch(0)), "led at the retry");
         let epochs = std::fs::read_to_string(p.log.dir().join("leader-epoch-checkpoint"))
             .expect("the epoch checkpoint");

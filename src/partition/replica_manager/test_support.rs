@@ -14,12 +14,12 @@ use uuid::Uuid;
 use super::{IsrChannel, ReplicaManager, ReplicaSettings, RoleListener};
 use crate::controller::alter_partition::AlterPartitionRequest;
 use crate::controller::cluster_metadata::ClusterMetadata;
-use crate::controller::published::{ClusterSummary, PublishedCluster};
 use crate::controller::quorum::controller_link::{CommittedPartition, ForwardError};
 use crate::controller::records::{
     BrokerFencing, CreateTopic, MetadataRecord, NewPartition, RegisterBroker,
 };
 use crate::log::LogConfig;
+use crate::metadata::MetadataCache;
 use crate::metadata::StoredMetadata;
 use crate::model::{BrokerId, MetadataOffset};
 use crate::partition::manager::{ManagerSettings, PartitionManager};
@@ -117,8 +117,13 @@ pub async fn manager(
         .expect("topic");
     partitions.open_owned(&stored, &LogConfig::default()).await;
     let p = partitions.get("t", 0).expect("opened");
-    let published = Arc::new(PublishedCluster::new("c".into()));
-    published.publish(ClusterSummary::of(&cluster(), None));
+    let published = Rc::new(MetadataCache::new(crate::controller::image::shard_image(
+        &cluster(),
+        1,
+        "c".into(),
+        None,
+        Arc::default(),
+    )));
     let settings = ReplicaSettings {
         replica_lag_time_max_ms: LAG_MS as u64,
         replica_fetch_wait_max_ms: 500,

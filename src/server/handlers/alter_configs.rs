@@ -115,8 +115,8 @@ pub(super) fn existing_topic_configs(
     match resource_type {
         RESOURCE_TOPIC => req
             .shard
-            .metadata()
-            .topic(name)
+            .image()
+            .topic_by_name(name)
             .map(|t| t.configs.clone())
             .ok_or_else(|| {
                 (

@@ -36,8 +36,8 @@ pub(super) fn existing_broker_configs(
     check_broker_resource(&req.shard.config, name)?;
     Ok(req
         .shard
-        .metadata()
-        .broker_configs
+        .image()
+        .broker_configs()
         .get(name)
         .cloned()
         .unwrap_or_default())

@@ -57,7 +57,7 @@ async fn grow(
 ) -> Result<(), (i16, String)> {
     let shard = req.shard;
     let total = topic.count;
-    let current = match shard.metadata().topic(name) {
+    let current = match shard.image().topic_by_name(name) {
         Some(t) => t.partitions.len() as i32,
         None => {
             return Err((
@@ -80,7 +80,7 @@ async fn grow(
             "{total} partitions is more than the limit of {MAX_PARTITIONS} per topic"
         ));
     }
-    let clustered = shard.cluster.get().is_some();
+    let clustered = shard.config.is_cluster_mode();
     // In cluster mode the controller checks the assignment against the registered brokers.
     let assignment = topic.assignments.as_ref().filter(|_| clustered).map(|a| {
         a.iter()

@@ -32,7 +32,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         let name = topic.name.0.to_string();
         let mut result = CreatableTopicResult::default();
         result.name = topic.name.clone();
-        let clustered = shard.cluster.get().is_some();
+        let clustered = shard.config.is_cluster_mode();
         // In cluster mode the controller checks counts and assignments against the live
         // brokers; a single node checks them here.
         let assigned = if clustered {
@@ -138,8 +138,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
 
 /// Cluster mode: the replication factor the controller gave `topic` (its first partition's).
 fn replication_factor_of(shard: &crate::shard::Shard, topic: &str) -> Option<i16> {
-    let summary = shard.cluster.get()?.get();
-    let first = summary.metadata.partition_by_name(topic, 0)?;
+    let image = shard.image();
+    let first = image.partition_by_name(topic, 0)?;
     i16::try_from(first.replicas.len()).ok()
 }
 

@@ -113,7 +113,7 @@ fn resolve(
     dup_names: &HashSet<String>,
     dup_ids: &HashSet<Uuid>,
 ) -> Result<(String, Uuid), (i16, String)> {
-    let meta = req.shard.metadata();
+    let meta = req.shard.image();
     let invalid = |m: String| (ResponseError::InvalidRequest.code(), m);
     match (&t.name, t.id.is_nil()) {
         (Some(_), false) => Err(invalid(
@@ -124,7 +124,7 @@ fn resolve(
             if dup_names.contains(name) {
                 return Err(invalid(format!("duplicate topic name {name}")));
             }
-            meta.topic(name)
+            meta.topic_by_name(name)
                 .map(|m| (m.name.clone(), m.id))
                 .ok_or_else(|| {
                     (
@@ -137,7 +137,7 @@ fn resolve(
             if dup_ids.contains(&t.id) {
                 return Err(invalid(format!("duplicate topic id {}", t.id)));
             }
-            meta.topic_by_id(t.id)
+            meta.topic(t.id)
                 .map(|m| (m.name.clone(), m.id))
                 .ok_or_else(|| {
                     (

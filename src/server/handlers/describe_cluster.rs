@@ -1,5 +1,5 @@
-//! DescribeCluster (key 60): the cluster id, the controller and the brokers: this one alone
-//! on a single node; in cluster mode every live broker of the applied metadata log.
+//! DescribeCluster (key 60): the cluster id, the controller and the live brokers, as the
+//! shard's metadata image has them (this one alone on a single node).
 
 use crate::protocol::messages::describe_cluster_request::DescribeClusterRequest;
 use crate::protocol::messages::describe_cluster_response::{
@@ -9,7 +9,7 @@ use crate::protocol::messages::BrokerId;
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
-use super::{cluster_answer, str_bytes, HandlerError, Request};
+use super::{str_bytes, HandlerError, Request};
 
 /// `endpoint_type` values (v1+).
 const ENDPOINT_BROKERS: i8 = 1;
@@ -28,34 +28,23 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     };
     match endpoint_type {
         ENDPOINT_BROKERS => {
-            let mut broker = DescribeClusterBroker::default();
-            broker.broker_id = BrokerId(config.node_id);
-            broker.host = str_bytes(config.advertised_host.clone());
-            broker.port = i32::from(config.advertised_port);
-            response.brokers = vec![broker];
-            response.cluster_id = str_bytes(shard.metadata().cluster_id.clone());
-            response.controller_id = BrokerId(config.node_id);
-            // Cluster mode: the live brokers of the applied metadata log, as in Metadata.
-            if let Some(cluster) = cluster_answer(shard) {
-                response.cluster_id = str_bytes(cluster.cluster_id);
-                if !cluster.brokers.is_empty() {
-                    response.brokers = cluster
-                        .brokers
-                        .into_iter()
-                        .map(|b| {
-                            let mut broker = DescribeClusterBroker::default();
-                            broker.broker_id = BrokerId(b.id.0);
-                            broker.host = str_bytes(b.host);
-                            broker.port = i32::from(b.port);
-                            broker.rack = b.rack.map(str_bytes);
-                            broker
-                        })
-                        .collect();
-                }
-                if let Some(c) = cluster.controller {
-                    response.controller_id = BrokerId(c.0);
-                }
-            }
+            // The live brokers of the image, as in Metadata (this one alone until the
+            // image lists any).
+            let image = shard.image();
+            response.brokers = super::client_brokers(config, &image)
+                .into_iter()
+                .map(|b| {
+                    let mut broker = DescribeClusterBroker::default();
+                    broker.broker_id = BrokerId(b.id.0);
+                    broker.host = str_bytes(b.host);
+                    broker.port = i32::from(b.port);
+                    broker.rack = b.rack.map(str_bytes);
+                    broker
+                })
+                .collect();
+            response.cluster_id = str_bytes(image.cluster_id.clone());
+            response.controller_id =
+                BrokerId(image.client_controller().map_or(config.node_id, |c| c.0));
         }
         ENDPOINT_CONTROLLERS => {
             response.error_code = ResponseError::UnsupportedEndpointType.code();

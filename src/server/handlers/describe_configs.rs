@@ -128,8 +128,8 @@ fn describe_topic(
     if let Err(e) = validate_topic_name(name) {
         return Err((ResponseError::InvalidTopicException.code(), e.to_string()));
     }
-    let meta = req.shard.metadata();
-    let Some(topic) = meta.topic(name) else {
+    let meta = req.shard.image();
+    let Some(topic) = meta.topic_by_name(name) else {
         return Err((
             ResponseError::UnknownTopicOrPartition.code(),
             format!("topic '{name}' does not exist"),
@@ -224,7 +224,7 @@ fn describe_broker(
 ) -> Result<Vec<DescribeConfigsResourceResult>, (i16, String)> {
     let config = &req.shard.config;
     check_broker_resource(config, resource.resource_name.as_str())?;
-    let meta = req.shard.metadata();
+    let meta = req.shard.image();
     let layers = meta.broker_config_layers(config.node_id);
     let effective = config.with_dynamic(&layers);
     let builtin = BrokerConfig::default();

@@ -17,15 +17,14 @@ use super::{str_bytes, topic_name, HandlerError, Request};
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let wire_version = req.version().max(1);
     let request: DescribeLogDirsRequest = req.decode_as(wire_version)?;
-    let meta = req.shard.metadata();
+    let meta = req.shard.image();
     let wanted: Vec<(String, Vec<i32>)> = match &request.topics {
         Some(topics) => topics
             .iter()
             .map(|t| (t.topic.0.to_string(), t.partitions.clone()))
             .collect(),
         None => meta
-            .topics
-            .values()
+            .topics()
             .map(|t| (t.name.clone(), (0..t.partitions.len() as i32).collect()))
             .collect(),
     };

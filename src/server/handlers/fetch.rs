@@ -64,13 +64,13 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
             return Ok(vec![req.encode(&response)?]);
         }
     };
-    let meta = shard.metadata();
+    let meta = shard.image();
     let names: Vec<String> = request
         .topics
         .iter()
         .map(|t| {
             if req.version() >= TOPIC_ID_VERSION {
-                meta.topic_by_id(t.topic_id)
+                meta.topic(t.topic_id)
                     .map(|m| m.name.clone())
                     .unwrap_or_default()
             } else {
@@ -222,7 +222,7 @@ const NODE_ENDPOINTS_VERSION: i16 = 16;
 
 /// The same endpoints as Produce's, in Fetch's message type.
 fn endpoints_for_fetch(
-    hinted: Vec<crate::controller::published::LiveBroker>,
+    hinted: Vec<crate::metadata::LiveBroker>,
 ) -> Vec<crate::protocol::messages::fetch_response::NodeEndpoint> {
     super::produce::node_endpoints(hinted)
         .into_iter()

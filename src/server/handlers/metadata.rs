@@ -1,4 +1,5 @@
-//! Metadata (key 3): brokers (this one), topics with ids, partitions and leaders. Topics asked
+//! Metadata (key 3): the live brokers, topics with ids, partitions, leaders, replicas and ISRs,
+//! as this shard's metadata image has them (the same answer in both modes). Topics asked
 //! for by name that do not exist are created when auto-creation is on and the client allows it.
 
 use std::collections::BTreeMap;
@@ -12,10 +13,9 @@ use crate::protocol::ResponseError;
 use bytes::Bytes;
 
 use super::{str_bytes, topic_name, HandlerError, Request};
-use crate::controller::client_view;
-use crate::controller::cluster_metadata::{ClusterMetadata, TopicState};
 use crate::group::api::OFFSETS_TOPIC;
-use crate::metadata::TopicMetadata;
+use crate::metadata::cluster_state::TopicState;
+use crate::metadata::MetadataImage;
 use crate::model::validate_topic_name;
 use crate::shard::messages::AdminOp;
 
@@ -32,8 +32,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 .map(|t| match &t.name {
                     Some(n) => n.0.to_string(),
                     None => shard
-                        .metadata()
-                        .topic_by_id(t.topic_id)
+                        .image()
+                        .topic(t.topic_id)
                         .map(|m| m.name.clone())
                         .unwrap_or_default(),
                 })
@@ -45,7 +45,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let mut creation_errors: BTreeMap<String, i16> = BTreeMap::new();
     if let Some(names) = &wanted {
         for name in names {
-            if shard.metadata().topic(name).is_some() {
+            if shard.image().topic_by_name(name).is_some() {
                 continue;
             }
             if !auto_create || validate_topic_name(name).is_err() {
@@ -70,99 +70,59 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             }
         }
     }
-    let meta = shard.metadata();
-    let node_id = config.node_id;
+    let image = shard.image();
+    let me = crate::model::BrokerId(config.node_id);
     let version = req.version();
-    // Only fields that exist in the client's version may differ from their defaults.
-    let topic_entry = |t: &TopicMetadata| {
-        let mut topic = topic_header(&t.name, t.id, version);
-        topic.partitions = (0..t.partitions.len())
-            .map(|i| {
-                let mut p = MetadataResponsePartition::default();
-                p.partition_index = i as i32;
-                p.leader_id = BrokerId(node_id);
-                if version >= 7 {
-                    p.leader_epoch = 0;
-                }
-                p.replica_nodes = vec![BrokerId(node_id)];
-                p.isr_nodes = vec![BrokerId(node_id)];
-                if shard
+    let entry = |t: &TopicState| {
+        let mut topic = topic_entry(&image, t, version);
+        for p in &mut topic.partitions {
+            let leads_here = p.leader_id.0 == me.0;
+            if leads_here
+                && shard
                     .partitions
-                    .offline_notice(&t.name, t.id, i as i32)
+                    .offline_notice(&t.name, t.id, p.partition_index)
                     .is_some()
-                {
-                    // Kafka's metadata cache for a partition whose only replica is on an
-                    // offline log dir: no leader, LEADER_NOT_AVAILABLE, the replica listed
-                    // offline (requests sent anyway get KAFKA_STORAGE_ERROR).
-                    p.error_code = ResponseError::LeaderNotAvailable.code();
-                    p.leader_id = BrokerId(-1);
-                    if version >= 5 {
-                        p.offline_replicas = vec![BrokerId(node_id)];
-                    }
+            {
+                // Kafka's metadata cache for a partition whose replica here is on an
+                // offline log dir: no leader, LEADER_NOT_AVAILABLE, the replica listed
+                // offline (requests sent anyway get KAFKA_STORAGE_ERROR).
+                p.error_code = ResponseError::LeaderNotAvailable.code();
+                p.leader_id = BrokerId(-1);
+                if version >= 5 {
+                    p.offline_replicas = vec![BrokerId(me.0)];
                 }
-                p
-            })
-            .collect();
-        topic
-    };
-    let cluster_meta = shard.cluster.get().map(|c| c.get());
-    let topics = match (&wanted, &cluster_meta) {
-        // Cluster mode: the controller's topics, leaders and ISRs, whatever this broker hosts.
-        (_, Some(summary)) => {
-            let meta = &summary.metadata;
-            let entry = |t: &TopicState| cluster_topic_entry(meta, t, version);
-            match &wanted {
-                None => meta.topics().map(|t| entry(t)).collect(),
-                Some(names) => names
-                    .iter()
-                    .map(|name| match meta.topic_by_name(name) {
-                        Some(t) => entry(t),
-                        None => missing_topic(name, &creation_errors),
-                    })
-                    .collect(),
             }
         }
-        (None, None) => meta.topics.values().map(topic_entry).collect(),
-        (Some(names), None) => names
+        topic
+    };
+    let topics = match &wanted {
+        None => image.topics().map(|t| entry(t)).collect(),
+        Some(names) => names
             .iter()
-            .map(|name| match meta.topic(name) {
-                Some(t) => topic_entry(t),
+            .map(|name| match image.topic_by_name(name) {
+                Some(t) => entry(t),
                 None => missing_topic(name, &creation_errors),
             })
             .collect(),
     };
-    let mut broker = MetadataResponseBroker::default();
-    broker.node_id = BrokerId(node_id);
-    broker.host = str_bytes(config.advertised_host.clone());
-    broker.port = i32::from(config.advertised_port);
     let mut response = MetadataResponse::default();
-    response.brokers = vec![broker];
-    let mut cluster_id = meta.cluster_id.clone();
-    let mut controller_id = node_id;
-    // Cluster mode: every live broker the applied metadata log lists (until this broker
-    // has seen any, it answers for itself alone).
-    if let Some(cluster) = super::cluster_answer(shard) {
-        cluster_id = cluster.cluster_id;
-        if !cluster.brokers.is_empty() {
-            response.brokers = cluster
-                .brokers
-                .into_iter()
-                .map(|b| {
-                    let mut broker = MetadataResponseBroker::default();
-                    broker.node_id = BrokerId(b.id.0);
-                    broker.host = str_bytes(b.host);
-                    broker.port = i32::from(b.port);
-                    if version >= 1 {
-                        broker.rack = b.rack.map(str_bytes);
-                    }
-                    broker
-                })
-                .collect();
-        }
-        if let Some(c) = cluster.controller {
-            controller_id = c.0;
-        }
-    }
+    // Every live broker the image lists; until this broker has applied any (cluster mode
+    // starting up), it answers for itself alone.
+    response.brokers = super::client_brokers(config, &image)
+        .into_iter()
+        .map(|b| {
+            let mut broker = MetadataResponseBroker::default();
+            broker.node_id = BrokerId(b.id.0);
+            broker.host = str_bytes(b.host);
+            broker.port = i32::from(b.port);
+            if version >= 1 {
+                broker.rack = b.rack.map(str_bytes);
+            }
+            broker
+        })
+        .collect();
+    let cluster_id = image.cluster_id.clone();
+    let controller_id = image.client_controller().map_or(me.0, |c| c.0);
     if version >= 2 {
         response.cluster_id = Some(str_bytes(cluster_id));
     }
@@ -199,13 +159,10 @@ fn missing_topic(name: &str, creation_errors: &BTreeMap<String, i16>) -> Metadat
     topic
 }
 
-/// A topic as the controller's metadata has it: per partition the leader (or -1 with
-/// LEADER_NOT_AVAILABLE), its epoch, the replicas, the ISR and the offline replicas.
-fn cluster_topic_entry(
-    meta: &ClusterMetadata,
-    t: &TopicState,
-    version: i16,
-) -> MetadataResponseTopic {
+/// A topic as the image has it: per partition the leader (or -1 with LEADER_NOT_AVAILABLE),
+/// its epoch, the replicas, the ISR and the offline replicas (on fenced or unregistered
+/// brokers).
+fn topic_entry(image: &MetadataImage, t: &TopicState, version: i16) -> MetadataResponseTopic {
     let ids = |brokers: &[crate::model::BrokerId]| -> Vec<BrokerId> {
         brokers.iter().map(|b| BrokerId(b.0)).collect()
     };
@@ -217,16 +174,20 @@ fn cluster_topic_entry(
         .map(|(i, state)| {
             let mut p = MetadataResponsePartition::default();
             p.partition_index = i as i32;
-            let (leader, error) = client_view::leader_and_error(state);
-            p.leader_id = BrokerId(leader);
-            p.error_code = error;
+            match state.leader {
+                Some(l) => p.leader_id = BrokerId(l.0),
+                None => {
+                    p.leader_id = BrokerId(-1);
+                    p.error_code = ResponseError::LeaderNotAvailable.code();
+                }
+            }
             if version >= 7 {
                 p.leader_epoch = state.leader_epoch.0;
             }
             p.replica_nodes = ids(&state.replicas);
             p.isr_nodes = ids(&state.isr);
             if version >= 5 {
-                p.offline_replicas = ids(&client_view::offline_replicas(meta, state));
+                p.offline_replicas = ids(&image.offline_replicas(state));
             }
             p
         })

@@ -533,21 +533,20 @@ pub fn storage_error_for_version(code: i16, version: i16, first_version_with_it:
     }
 }
 
-/// What Metadata and DescribeCluster say about the cluster in cluster mode.
-pub struct ClusterAnswer {
-    pub cluster_id: String,
-    /// The live brokers; empty until this broker has applied any (then it names itself).
-    pub brokers: Vec<crate::controller::published::LiveBroker>,
-    pub controller: Option<crate::model::BrokerId>,
-}
-
-/// `None` on a single-node broker.
-pub fn cluster_answer(shard: &Shard) -> Option<ClusterAnswer> {
-    let cluster = shard.cluster.get()?;
-    let summary = cluster.get();
-    Some(ClusterAnswer {
-        cluster_id: cluster.cluster_id.clone(),
-        brokers: summary.brokers.clone(),
-        controller: summary.client_controller(),
-    })
+/// The brokers Metadata and DescribeCluster list: every live broker of `image`; until the image
+/// lists any (cluster mode starting up), this broker alone.
+pub fn client_brokers(
+    config: &crate::config::BrokerConfig,
+    image: &crate::metadata::MetadataImage,
+) -> Vec<crate::metadata::LiveBroker> {
+    let mut live = image.live_brokers();
+    if live.is_empty() {
+        live.push(crate::metadata::LiveBroker {
+            id: crate::model::BrokerId(config.node_id),
+            host: config.advertised_host.clone(),
+            port: config.advertised_port,
+            rack: None,
+        });
+    }
+    live
 }

@@ -40,13 +40,15 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let group_id = request.group_id.0.to_string();
 
     // Kafka answers partitions that do not exist itself; the others go to the coordinator.
-    let meta = req.shard.metadata();
+    let meta = req.shard.image();
     let mut offsets = Vec::new();
     // Whether each requested partition exists, in request order.
     let mut known = Vec::new();
     for topic in &request.topics {
         for p in &topic.partitions {
-            let exists = meta.has_partition(&topic.name.0, p.partition_index);
+            let exists = meta
+                .partition_by_name(&topic.name.0, p.partition_index)
+                .is_some();
             let commit_timestamp = commit_timestamps.get(known.len()).copied();
             known.push(exists);
             if exists {

@@ -25,13 +25,15 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
 
     // Kafka answers partitions that do not exist itself; the others go to the coordinator
     // (called even with none, so a missing group is still reported).
-    let meta = req.shard.metadata();
+    let meta = req.shard.image();
     let mut partitions = Vec::new();
     // Whether each requested partition exists, in request order.
     let mut known = Vec::new();
     for topic in &request.topics {
         for p in &topic.partitions {
-            let exists = meta.has_partition(&topic.name.0, p.partition_index);
+            let exists = meta
+                .partition_by_name(&topic.name.0, p.partition_index)
+                .is_some();
             known.push(exists);
             if exists {
                 partitions.push((topic.name.0.to_string(), p.partition_index));

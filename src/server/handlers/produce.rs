@@ -269,9 +269,7 @@ pub(super) fn hint_for(
 }
 
 /// Each hinted leader once.
-pub(super) fn node_endpoints(
-    mut hinted: Vec<crate::controller::published::LiveBroker>,
-) -> Vec<NodeEndpoint> {
+pub(super) fn node_endpoints(mut hinted: Vec<crate::metadata::LiveBroker>) -> Vec<NodeEndpoint> {
     hinted.sort_by_key(|b| b.id);
     hinted.dedup_by_key(|b| b.id);
     hinted

@@ -1,14 +1,13 @@
 //! The cluster-mode gauges of the metrics endpoint (controller, metadata offset, brokers,
-//! leaderless partitions), rendered from the summary shard 0 publishes.
+//! leaderless partitions), rendered from the metadata image shard 0 published.
 
-use crate::controller::published::ClusterSummary;
+use crate::metadata::MetadataImage;
 use crate::metrics::text::Text;
 
-/// The cluster-mode gauges, from the summary shard 0 published last.
-pub fn render_cluster(summary: &ClusterSummary) -> String {
+/// The cluster-mode gauges, from the image shard 0 published last.
+pub fn render_cluster(summary: &MetadataImage) -> String {
     let mut out = Text::default();
     let leaderless = summary
-        .metadata
         .topics()
         .flat_map(|t| &t.partitions)
         .filter(|p| p.leader.is_none())
@@ -27,12 +26,12 @@ pub fn render_cluster(summary: &ClusterSummary) -> String {
         (
             "ringbroker_brokers_live",
             "Registered brokers that are not fenced.",
-            summary.brokers.len() as f64,
+            summary.live_brokers().len() as f64,
         ),
         (
             "ringbroker_brokers_fenced",
             "Registered brokers that are fenced.",
-            summary.fenced.len() as f64,
+            summary.fenced_brokers().len() as f64,
         ),
         (
             "ringbroker_leaderless_partitions",

@@ -136,8 +136,8 @@ async fn serve_one(shard: &Rc<Shard>, mut stream: TcpStream) {
         Some(Ok(Some(head))) => match head.path.as_str() {
             METRICS_PATH => {
                 let mut body = prometheus_text::render(&shard.collect_metrics().await);
-                if let Some(cluster) = shard.cluster.get() {
-                    body.push_str(&cluster_text::render_cluster(&cluster.get()));
+                if shard.config.is_cluster_mode() {
+                    body.push_str(&cluster_text::render_cluster(&shard.image()));
                 }
                 http::response(
                     Status::Ok,
