@@ -33,7 +33,11 @@ impl GroupHost for Shard {
     }
 
     fn offsets_partition_count(&self) -> Option<i32> {
-        offsets_partition_count(&self.image())
+        // The stored metadata: the partitions whose logs this broker holds (the image may
+        // still be the empty one of a cluster-mode start when roles are first applied).
+        let stored = self.metadata();
+        let topic = stored.topic(OFFSETS_TOPIC)?;
+        i32::try_from(topic.partitions.len()).ok()
     }
 }
 

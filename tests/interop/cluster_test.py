@@ -521,11 +521,11 @@ def check_coordinator_failover():
     seen = {}
     sample_errors = []
 
-    def sample():
+    def sample(client=admin, timeout=5):
         """The committed offsets now (None if not answered); notes any that went back."""
         try:
-            got = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, parts)])[group].result(timeout=5)
+            got = client.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, parts)])[group].result(timeout=timeout)
         except Exception as e:  # noqa: BLE001 - the coordinator may be moving
             sample_errors.append(f"{type(e).__name__}: {e}")
             return None
@@ -573,8 +573,13 @@ def check_coordinator_failover():
     if killed is not None:
         start(killed)
         common.wait_until(lambda: live_brokers(1) == NODES, 30)
-    final = common.wait_until(lambda: (now := sample()) and len(now) == len(acked) and now, 30,
-                              interval=0.5) or sample() or {}
+    # A new admin client for the final reads: the one that sampled throughout may still hold
+    # requests queued for the killed coordinator (each sample above gave up after 5 s, its
+    # request did not), and a read behind them says nothing about the broker.
+    reader = AdminClient({"bootstrap.servers": ",".join(bootstrap(n) for n in NODES)})
+    final = common.wait_until(
+        lambda: (now := sample(reader, 15)) and len(now) == len(acked) and now, 60,
+        interval=0.5) or sample(reader, 15) or {}
     lost = {p: (o, final.get(p)) for p, o in acked.items() if final.get(p, -1) < o}
     rep.check(bool(acked) and not lost,
               f"no acknowledged commit lost across the coordinator's kill -9 ({len(acked)} partitions, "
