@@ -19,10 +19,11 @@
 //! 6. `partition`: a hosted partition (log, producers, replica role, waiters), the shard's
 //!    partition manager and replica manager, and the values of partition operations
 //! 7. `replication`: leader state (follower LEOs, ISR, high watermark), the follower fetcher
-//! 8. `controller`: the cluster controller's pure state machine, placement, election, Raft
+//! 8. `controller`: the cluster controller's pure state machine, placement, election, Raft, and
+//!    a single node's own controller
 //! 9. `config`: the broker and topic property tables, their defaults, listing and dynamic changes
-//! 10. `metadata`: the metadata image every shard reads (both modes), its per-shard cache, and
-//!     the broker's stored metadata (topics, placement slots, configs) and its file
+//! 10. `metadata`: the metadata image every shard reads (both modes), its per-shard cache, the
+//!     plain values and snapshot of the cluster metadata, and shard 0's snapshot file
 //! 11. `client`: the project's own Kafka client (commands, bench)
 //! 12. `idempotence`: producer-state tables, their snapshots, the producer-id allocator
 //! 13. `log`: the partition log (segments, indexes, group commit, recovery, retention)

@@ -52,12 +52,15 @@ fn kafka_partition_metadata(id: Uuid) -> String {
 /// What a crash right after the metadata was saved leaves: the topic gone from the stored
 /// metadata, its directories still there.
 fn forget_topic_in_stored_metadata(data: &Path, topic: &str) {
-    let path = data.join("__ringbroker_metadata").join("metadata.json");
+    let path = data.join("__ringbroker_metadata").join("snapshot.json");
     let text = std::fs::read_to_string(&path).expect("read the metadata");
     let mut meta: serde_json::Value = serde_json::from_str(&text).expect("metadata JSON");
-    let removed = meta["topics"].as_object_mut().and_then(|t| t.remove(topic));
-    assert!(removed.is_some(), "{topic} in {text}");
-    meta["version"] = (meta["version"].as_u64().expect("version") + 1).into();
+    let topics = meta["snapshot"]["topics"]
+        .as_array_mut()
+        .expect("a snapshot's topics");
+    let before = topics.len();
+    topics.retain(|t| t["name"] != topic);
+    assert_eq!(topics.len(), before - 1, "{topic} in {text}");
     std::fs::write(&path, serde_json::to_vec(&meta).expect("encode")).expect("write");
 }
 

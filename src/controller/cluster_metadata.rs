@@ -10,17 +10,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::delta::MetadataDelta;
 use super::records::{
     BrokerFencing, CreatePartitions, CreateTopic, MetadataRecord, NewPartition, PartitionChange,
-    ProducerIdBlockAllocation, RegisterBroker, SetConfig,
+    ProducerIdBlockAllocation, RegisterBroker, SetBrokerConfig, SetConfig,
 };
 // The plain values the metadata is made of live below the controller, so that every shard's
 // published image (`metadata::image`) shares them without importing the controller.
-pub use crate::metadata::cluster_state::{BrokerRegistration, PartitionState, TopicState};
+pub use crate::metadata::cluster_state::{
+    BrokerConfigs, BrokerRegistration, MetadataSnapshot, PartitionState, TopicState,
+};
 use crate::model::ProducerIdBlock;
 use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 
@@ -65,16 +66,6 @@ pub enum InvalidSnapshot {
     Partition(Skipped),
 }
 
-/// [`ClusterMetadata`] as plain data (what a Raft snapshot stores; see `snapshot.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MetadataSnapshot {
-    pub applied: Option<MetadataOffset>,
-    pub brokers: Vec<BrokerRegistration>,
-    pub topics: Vec<TopicState>,
-    pub next_slot: usize,
-    pub next_producer_id: i64,
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterMetadata {
     /// The last offset applied (skipped records included).
@@ -88,6 +79,8 @@ pub struct ClusterMetadata {
     next_slot: usize,
     /// The first producer id not yet handed out.
     next_producer_id: i64,
+    /// Dynamic broker configs (behind an `Arc`: every published image shares them).
+    broker_configs: Arc<BrokerConfigs>,
 }
 
 impl ClusterMetadata {
@@ -103,6 +96,7 @@ impl ClusterMetadata {
             topics: self.topics.values().map(|t| TopicState::clone(t)).collect(),
             next_slot: self.next_slot,
             next_producer_id: self.next_producer_id,
+            broker_configs: BrokerConfigs::clone(&self.broker_configs),
         }
     }
 
@@ -116,6 +110,7 @@ impl ClusterMetadata {
             topic_ids: BTreeMap::new(),
             next_slot: snapshot.next_slot,
             next_producer_id: snapshot.next_producer_id,
+            broker_configs: Arc::new(snapshot.broker_configs),
         };
         for b in snapshot.brokers {
             if meta.brokers.insert(b.id, b.clone()).is_some() {
@@ -180,6 +175,12 @@ impl ClusterMetadata {
         self.next_producer_id
     }
 
+    /// Dynamic broker configs by resource: "" the cluster-wide defaults, a broker id that
+    /// broker's own.
+    pub fn broker_configs(&self) -> &Arc<BrokerConfigs> {
+        &self.broker_configs
+    }
+
     /// Applies the committed record at `offset`. A stale record changes nothing but its
     /// offset still counts as applied (it is part of the log).
     pub fn apply(
@@ -203,6 +204,7 @@ impl ClusterMetadata {
             MetadataRecord::SetConfig(c) => self.set_config(c),
             MetadataRecord::PartitionChange(c) => self.change_partition(c),
             MetadataRecord::ProducerIdBlock(b) => self.allocate_producer_ids(b),
+            MetadataRecord::SetBrokerConfig(c) => Ok(self.set_broker_config(c)),
         }
     }
 
@@ -396,6 +398,30 @@ impl ClusterMetadata {
             None => topic.configs.remove(&c.name),
         };
         Ok(MetadataDelta::topic(c.topic_id))
+    }
+
+    fn set_broker_config(&mut self, c: &SetBrokerConfig) -> MetadataDelta {
+        let configs = Arc::make_mut(&mut self.broker_configs);
+        match &c.value {
+            Some(v) => {
+                configs
+                    .entry(c.resource.clone())
+                    .or_default()
+                    .insert(c.name.clone(), v.clone());
+            }
+            None => {
+                if let Some(set) = configs.get_mut(&c.resource) {
+                    set.remove(&c.name);
+                    if set.is_empty() {
+                        configs.remove(&c.resource);
+                    }
+                }
+            }
+        }
+        MetadataDelta {
+            broker_configs: true,
+            ..MetadataDelta::default()
+        }
     }
 
     fn change_partition(&mut self, c: &PartitionChange) -> Result<MetadataDelta, Skipped> {

@@ -19,6 +19,8 @@ pub struct MetadataDelta {
     pub changed_brokers: BTreeSet<BrokerId>,
     /// A producer-id block handed out, and to whom.
     pub producer_id_block: Option<(BrokerId, ProducerIdBlock)>,
+    /// The dynamic broker configs changed.
+    pub broker_configs: bool,
 }
 
 impl MetadataDelta {
@@ -41,6 +43,7 @@ impl MetadataDelta {
             && self.deleted_topics.is_empty()
             && self.changed_brokers.is_empty()
             && self.producer_id_block.is_none()
+            && !self.broker_configs
     }
 
     /// Folds in the delta of a later record, so a publisher that fell behind sends one delta.
@@ -56,6 +59,7 @@ impl MetadataDelta {
             self.deleted_topics.insert(id, name);
         }
         self.changed_brokers.extend(later.changed_brokers);
+        self.broker_configs |= later.broker_configs;
         if later.producer_id_block.is_some() {
             self.producer_id_block = later.producer_id_block;
         }

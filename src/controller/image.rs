@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use super::cluster_metadata::ClusterMetadata;
 use super::delta::MetadataDelta;
-use crate::metadata::image::{BrokerConfigs, ImageParts, MetadataImage};
+use crate::metadata::image::{ImageParts, LiveBroker, MetadataImage};
 use crate::model::BrokerId;
 
-/// The image of `source` for publication `version`: its brokers and topics (shared `Arc`s),
-/// the active controller as the quorum knows it, the cluster id of `meta.properties`.
+/// The image of `source` for publication `version`: its brokers, topics and dynamic broker
+/// configs (shared `Arc`s), the active controller as the quorum knows it, the cluster id of
+/// `meta.properties`.
 pub fn shard_image(
     source: &ClusterMetadata,
     version: u64,
     cluster_id: String,
     controller: Option<BrokerId>,
-    broker_configs: Arc<BrokerConfigs>,
 ) -> MetadataImage {
     MetadataImage::from_parts(
         ImageParts {
@@ -28,7 +28,28 @@ pub fn shard_image(
             metadata_offset: source.applied_offset(),
             controller,
             brokers: source.brokers().cloned().collect(),
-            broker_configs,
+            broker_configs: Arc::clone(source.broker_configs()),
+        },
+        source.topics().cloned().collect::<Vec<_>>(),
+    )
+}
+
+/// A single node's image of `source` (the records its shard 0 applied): `me`, with the address
+/// of this start's config, is the only broker and the controller. The publication number is
+/// the applied offset, which every change advances.
+pub fn single_node_image(
+    source: &ClusterMetadata,
+    cluster_id: String,
+    me: &LiveBroker,
+) -> MetadataImage {
+    MetadataImage::from_parts(
+        ImageParts {
+            version: source.applied_offset().map_or(0, |o| o.0),
+            cluster_id,
+            metadata_offset: source.applied_offset(),
+            controller: Some(me.id),
+            brokers: vec![MetadataImage::registration_of(me)],
+            broker_configs: Arc::clone(source.broker_configs()),
         },
         source.topics().cloned().collect::<Vec<_>>(),
     )
@@ -50,6 +71,9 @@ pub fn update(image: &mut MetadataImage, source: &ClusterMetadata, delta: &Metad
     for id in &delta.changed_brokers {
         image.put_broker(*id, source.broker(*id).cloned());
     }
+    if delta.broker_configs {
+        image.set_broker_configs(Arc::clone(source.broker_configs()));
+    }
     image.metadata_offset = source.applied_offset();
 }
 
@@ -58,6 +82,7 @@ pub fn matches(image: &MetadataImage, source: &ClusterMetadata) -> bool {
     let topics: Vec<_> = image.topics().collect();
     image.metadata_offset == source.applied_offset()
         && image.broker_count() == source.brokers().count()
+        && image.broker_configs() == source.broker_configs()
         && source.brokers().all(|b| image.broker(b.id) == Some(b))
         && topics.len() == source.topics().count()
         && image.topic_count() == topics.len()

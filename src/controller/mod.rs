@@ -39,6 +39,7 @@ pub mod error;
 
 pub mod image;
 pub mod kraft_config;
+pub mod local;
 pub mod placement;
 pub mod quorum;
 pub mod records;

@@ -96,6 +96,16 @@ pub struct ProducerIdBlockAllocation {
     pub size: i64,
 }
 
+/// Sets (`Some`) or removes (`None`) one dynamic broker config (IncrementalAlterConfigs on a
+/// broker resource; Kafka's ConfigRecord of resource type BROKER).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetBrokerConfig {
+    /// "" for the cluster-wide default, else the broker id.
+    pub resource: String,
+    pub name: String,
+    pub value: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum MetadataRecord {
@@ -108,6 +118,7 @@ pub enum MetadataRecord {
     SetConfig(SetConfig),
     PartitionChange(PartitionChange),
     ProducerIdBlock(ProducerIdBlockAllocation),
+    SetBrokerConfig(SetBrokerConfig),
 }
 
 #[derive(Serialize)]

@@ -2,49 +2,27 @@
 //! like the records. A snapshot at offset N replaces the log up to N, so the log does not
 //! grow forever and a new or restarted broker loads it instead of replaying everything.
 
-use serde::{Deserialize, Serialize};
+use super::cluster_metadata::{ClusterMetadata, InvalidSnapshot};
+use crate::metadata::snapshot_codec::{self, SnapshotCodecError};
 
-use super::cluster_metadata::{ClusterMetadata, InvalidSnapshot, MetadataSnapshot};
-
-/// The envelope version written by [`encode_snapshot`]; [`decode_snapshot`] refuses others.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
-
-#[derive(Serialize)]
-struct EnvelopeRef<'a> {
-    version: u16,
-    snapshot: &'a MetadataSnapshot,
-}
-
-#[derive(Deserialize)]
-struct Envelope {
-    version: u16,
-    snapshot: serde_json::Value,
-}
+pub use crate::metadata::snapshot_codec::SNAPSHOT_FORMAT_VERSION;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("metadata snapshot is not valid JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("metadata snapshot format version {0} is not supported (this build reads {SNAPSHOT_FORMAT_VERSION})")]
-    Version(u16),
+    #[error(transparent)]
+    Codec(#[from] SnapshotCodecError),
     #[error("metadata snapshot breaks an invariant: {0}")]
     Invalid(#[from] InvalidSnapshot),
 }
 
 pub fn encode_snapshot(meta: &ClusterMetadata) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&EnvelopeRef {
-        version: SNAPSHOT_FORMAT_VERSION,
-        snapshot: &meta.to_snapshot(),
-    })
+    snapshot_codec::encode(&meta.to_snapshot())
 }
 
 pub fn decode_snapshot(bytes: &[u8]) -> Result<ClusterMetadata, SnapshotError> {
-    let envelope: Envelope = serde_json::from_slice(bytes)?;
-    if envelope.version != SNAPSHOT_FORMAT_VERSION {
-        return Err(SnapshotError::Version(envelope.version));
-    }
-    let snapshot: MetadataSnapshot = serde_json::from_value(envelope.snapshot)?;
-    Ok(ClusterMetadata::from_snapshot(snapshot)?)
+    Ok(ClusterMetadata::from_snapshot(snapshot_codec::decode(
+        bytes,
+    )?)?)
 }
 
 #[cfg(test)]
@@ -115,7 +93,7 @@ mod tests {
         let wrong_version = br#"{"version":7,"snapshot":{}}"#;
         assert!(matches!(
             decode_snapshot(wrong_version),
-            Err(SnapshotError::Version(7))
+            Err(SnapshotError::Codec(SnapshotCodecError::Version(7)))
         ));
         assert!(decode_snapshot(b"{").is_err());
     }

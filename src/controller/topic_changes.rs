@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::active_controller::ActiveController;
 use super::cluster_metadata::ClusterMetadata;
 use super::error::ControllerError;
-use super::records::MetadataRecord;
+use super::records::{MetadataRecord, SetBrokerConfig};
 use super::topic_admin::CreateTopicRequest;
 use crate::model::{BrokerId, MetadataOffset};
 
@@ -33,17 +33,13 @@ pub enum TopicChange {
         name: String,
         configs: BTreeMap<String, String>,
     },
-}
-
-impl TopicChange {
-    pub fn topic(&self) -> &str {
-        match self {
-            TopicChange::Create(r) => &r.name,
-            TopicChange::Delete { name }
-            | TopicChange::CreatePartitions { name, .. }
-            | TopicChange::SetConfigs { name, .. } => name,
-        }
-    }
+    /// Replaces the dynamic configs of broker resource `resource` ("" the cluster-wide
+    /// defaults, else a broker id) with `configs`, already checked by the forwarding broker
+    /// against the broker property table.
+    BrokerConfigs {
+        resource: String,
+        configs: BTreeMap<String, String>,
+    },
 }
 
 /// A refusal as it travels back to the forwarding broker: a Kafka error code and message.
@@ -93,6 +89,9 @@ impl ActiveController {
                 TopicChange::SetConfigs { name, configs } => {
                     self.replace_configs(&scratch, name, configs)
                 }
+                TopicChange::BrokerConfigs { resource, configs } => {
+                    Ok(broker_config_records(&scratch, resource, configs))
+                }
             };
             match records {
                 Ok(records) => {
@@ -132,6 +131,32 @@ impl ActiveController {
         }
         Ok(records)
     }
+}
+
+/// The records that make broker resource `resource`'s dynamic configs exactly `configs`.
+fn broker_config_records(
+    meta: &ClusterMetadata,
+    resource: &str,
+    configs: &BTreeMap<String, String>,
+) -> Vec<MetadataRecord> {
+    let empty = BTreeMap::new();
+    let current = meta.broker_configs().get(resource).unwrap_or(&empty);
+    let record = |name: &String, value: Option<&String>| {
+        MetadataRecord::SetBrokerConfig(SetBrokerConfig {
+            resource: resource.to_string(),
+            name: name.clone(),
+            value: value.cloned(),
+        })
+    };
+    let removed = current
+        .keys()
+        .filter(|k| !configs.contains_key(*k))
+        .map(|k| record(k, None));
+    let set = configs
+        .iter()
+        .filter(|(k, v)| current.get(*k) != Some(v))
+        .map(|(k, v)| record(k, Some(v)));
+    removed.chain(set).collect()
 }
 
 #[cfg(test)]

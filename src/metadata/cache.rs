@@ -20,6 +20,13 @@ impl MetadataCache {
         }
     }
 
+    /// A cache holding `image`, shared with whoever else holds it.
+    pub fn new_shared(image: Arc<MetadataImage>) -> MetadataCache {
+        MetadataCache {
+            image: RefCell::new(image),
+        }
+    }
+
     /// The image as published last.
     pub fn get(&self) -> Arc<MetadataImage> {
         Arc::clone(&self.image.borrow())

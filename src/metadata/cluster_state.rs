@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
+use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
 
 /// A listener a broker advertises (`advertised.listeners`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,4 +50,32 @@ pub struct TopicState {
     pub id: Uuid,
     pub partitions: Vec<PartitionState>,
     pub configs: BTreeMap<String, String>,
+}
+
+/// Dynamic broker configs by resource name: "" holds the cluster-wide defaults, a broker id
+/// that broker's own. They win over the config file, a broker's own over the defaults
+/// (Kafka's order).
+pub type BrokerConfigs = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The applied cluster metadata as plain data: what a Raft snapshot stores, and what every
+/// broker keeps in its data dir (`store.rs`) to place its logs at the next start. The
+/// controller's `ClusterMetadata` is built from it and turns back into it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataSnapshot {
+    pub applied: Option<MetadataOffset>,
+    pub brokers: Vec<BrokerRegistration>,
+    pub topics: Vec<TopicState>,
+    pub next_slot: usize,
+    pub next_producer_id: i64,
+    /// Absent from snapshots written before dynamic broker configs were records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub broker_configs: BrokerConfigs,
+}
+
+/// The shard owning placement `slot` in a process running `shards` shards. The stored
+/// placement is a slot given once at creation, the same on every broker, so a restart with
+/// another shard count re-places every partition instead of losing those whose shard is gone
+/// (CLUSTER.md, "Thread-per-core placement").
+pub fn shard_for_slot(slot: usize, shards: usize) -> usize {
+    slot % shards.max(1)
 }

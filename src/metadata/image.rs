@@ -5,19 +5,20 @@
 //! (in cluster mode) with the controller's applied `ClusterMetadata`, so a publication copies
 //! only what changed.
 //!
-//! Where it comes from: on a single node, from the stored metadata ([`MetadataImage::single_node`]:
-//! this broker is the only one, the leader and ISR of every partition, at epoch 0, which is
-//! what Kafka reports for a one-broker cluster); in cluster mode, from the applied metadata log
-//! (`controller::image::shard_image`). Handlers never ask which.
+//! Where it comes from: in both modes from the controller's applied metadata
+//! (`controller::image`): on a single node the records its shard 0 decided and applied itself
+//! (Kafka's combined mode, with this broker the only one), in cluster mode the metadata log.
+//! Handlers never ask which.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::cluster_state::{BrokerRegistration, Endpoint, PartitionState, TopicState};
-use super::stored::{shard_for_slot, StoredMetadata};
-use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, MetadataOffset, PartitionEpoch};
+use super::cluster_state::{
+    shard_for_slot, BrokerRegistration, Endpoint, MetadataSnapshot, PartitionState, TopicState,
+};
+use crate::model::{BrokerEpoch, BrokerId, MetadataOffset};
 
 /// A live broker as clients are told about it (Metadata, DescribeCluster, KIP-951 hints).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,9 +29,7 @@ pub struct LiveBroker {
     pub rack: Option<String>,
 }
 
-/// Dynamic broker configs by resource name: "" the cluster-wide defaults, a broker id that
-/// broker's own (see `StoredMetadata::broker_configs`).
-pub type BrokerConfigs = BTreeMap<String, BTreeMap<String, String>>;
+pub use super::cluster_state::BrokerConfigs;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetadataImage {
@@ -58,10 +57,9 @@ impl MetadataImage {
         }
     }
 
-    /// This image with `configs` as its dynamic broker configs.
-    pub fn with_broker_configs(mut self, configs: Arc<BrokerConfigs>) -> MetadataImage {
+    /// Replaces the dynamic broker configs (for an image kept up to date by deltas).
+    pub fn set_broker_configs(&mut self, configs: Arc<BrokerConfigs>) {
         self.broker_configs = configs;
-        self
     }
 
     /// An image of the given parts; topics keyed by id (names are unique among them).
@@ -86,39 +84,26 @@ impl MetadataImage {
         image
     }
 
-    /// A single node's image of `stored`: `me` is the only broker, the controller, and the
-    /// leader and sole in-sync replica of every partition (leader epoch 0). Topics unchanged
-    /// since `previous` keep its `Arc`s.
-    pub fn single_node(
-        stored: &StoredMetadata,
-        me: &LiveBroker,
-        previous: Option<&MetadataImage>,
-    ) -> MetadataImage {
-        let topics = stored.topics.values().map(|t| {
-            let partitions: Vec<PartitionState> = t
-                .partitions
-                .iter()
-                .map(|p| PartitionState {
-                    replicas: vec![me.id],
-                    isr: vec![me.id],
-                    leader: Some(me.id),
-                    leader_epoch: LeaderEpoch(0),
-                    partition_epoch: PartitionEpoch(0),
-                    slot: p.slot,
-                })
-                .collect();
-            let state = TopicState {
-                name: t.name.clone(),
-                id: t.id,
-                partitions,
-                configs: t.configs.clone(),
-            };
-            match previous.and_then(|p| p.topics.get(&t.id)) {
-                Some(old) if **old == state => Arc::clone(old),
-                _ => Arc::new(state),
-            }
-        });
-        let broker = BrokerRegistration {
+    /// The image of a stored snapshot, for placing logs at start (cluster mode: what this
+    /// broker applied before it stopped; not for answering clients, which wait for the
+    /// metadata log).
+    pub fn of_snapshot(snapshot: &MetadataSnapshot, cluster_id: String) -> MetadataImage {
+        let parts = ImageParts {
+            version: 0,
+            cluster_id,
+            metadata_offset: snapshot.applied,
+            controller: None,
+            brokers: snapshot.brokers.clone(),
+            broker_configs: Arc::new(snapshot.broker_configs.clone()),
+        };
+        let topics = snapshot.topics.iter().cloned().map(Arc::new);
+        MetadataImage::from_parts(parts, topics.collect::<Vec<_>>())
+    }
+
+    /// `me` as a registration: the broker of a single node's image, whatever the stored
+    /// registration says (its address is the config's of this start).
+    pub fn registration_of(me: &LiveBroker) -> BrokerRegistration {
+        BrokerRegistration {
             id: me.id,
             epoch: BrokerEpoch(0),
             incarnation: Uuid::nil(),
@@ -129,20 +114,7 @@ impl MetadataImage {
             }],
             rack: me.rack.clone(),
             fenced: false,
-        };
-        let broker_configs = match previous {
-            Some(p) if *p.broker_configs == stored.broker_configs => Arc::clone(&p.broker_configs),
-            _ => Arc::new(stored.broker_configs.clone()),
-        };
-        let parts = ImageParts {
-            version: stored.version,
-            cluster_id: stored.cluster_id.clone(),
-            metadata_offset: None,
-            controller: Some(me.id),
-            brokers: vec![broker],
-            broker_configs,
-        };
-        MetadataImage::from_parts(parts, topics.collect::<Vec<_>>())
+        }
     }
 
     pub fn broker(&self, id: BrokerId) -> Option<&BrokerRegistration> {
@@ -209,6 +181,11 @@ impl MetadataImage {
         topic.partitions.get(usize::try_from(partition).ok()?)
     }
 
+    /// Whether `topic` exists and has `partition` (hosted here or not).
+    pub fn has_partition(&self, topic: &str, partition: i32) -> bool {
+        self.partition_by_name(topic, partition).is_some()
+    }
+
     /// The shard owning `topic`/`partition` in a process of `shards` shards.
     pub fn shard_of(&self, topic: &str, partition: i32, shards: usize) -> Option<usize> {
         self.partition_by_name(topic, partition)
@@ -225,7 +202,7 @@ impl MetadataImage {
     }
 
     /// The dynamic broker configs that apply to broker `node_id`, weakest first: the
-    /// cluster-wide defaults, then its own (as `StoredMetadata::broker_config_layers`).
+    /// cluster-wide defaults, then its own.
     pub fn broker_config_layers(&self, node_id: i32) -> [Option<&BTreeMap<String, String>>; 2] {
         [
             self.broker_configs.get(""),
@@ -293,56 +270,7 @@ pub struct ImageParts {
 mod tests {
     use super::*;
 
-    fn me() -> LiveBroker {
-        LiveBroker {
-            id: BrokerId(1),
-            host: "127.0.0.1".to_string(),
-            port: 9092,
-            rack: None,
-        }
-    }
-
-    #[test]
-    fn a_single_node_leads_every_partition_and_shares_unchanged_topics() {
-        let stored = StoredMetadata::new("c".to_string())
-            .with_topic("a", 2, BTreeMap::new(), Uuid::from_u128(1))
-            .and_then(|m| m.with_topic("b", 1, BTreeMap::new(), Uuid::from_u128(2)))
-            .expect("topics");
-        let image = MetadataImage::single_node(&stored, &me(), None);
-        assert_eq!(image.cluster_id, "c");
-        assert_eq!(image.client_controller(), Some(BrokerId(1)));
-        assert_eq!(image.live_brokers(), vec![me()]);
-        let p = image.partition_by_name("a", 1).expect("a-1");
-        assert_eq!(
-            (p.leader, p.isr.clone()),
-            (Some(BrokerId(1)), vec![BrokerId(1)])
-        );
-        assert_eq!(
-            image.shard_of("a", 1, 2),
-            Some(stored.shard_of("a", 1, 2).unwrap())
-        );
-        assert!(image.partition_by_name("a", 2).is_none());
-        assert!(image.offline_replicas(p).is_empty());
-        let more = stored.with_partition_count("a", 3).expect("repartitioned");
-        let next = MetadataImage::single_node(&more, &me(), Some(&image));
-        assert!(Arc::ptr_eq(
-            next.topic_by_name("b").unwrap(),
-            image.topic_by_name("b").unwrap()
-        ));
-        assert_eq!(next.topic_by_name("a").unwrap().partitions.len(), 3);
-        assert!(next.version > image.version);
-        let names: Vec<&str> = next.topics().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["a", "b"], "by name");
-        let configs = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
-        let layered = more
-            .with_broker_configs("", configs("x", "cluster"))
-            .with_broker_configs("1", configs("x", "own"));
-        let image = MetadataImage::single_node(&layered, &me(), Some(&next));
-        assert_eq!(
-            image.broker_config_layers(1),
-            layered.broker_config_layers(1)
-        );
-    }
+    use crate::model::{LeaderEpoch, PartitionEpoch};
 
     #[test]
     fn fenced_brokers_are_not_live_and_their_replicas_are_offline() {

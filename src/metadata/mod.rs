@@ -1,19 +1,20 @@
-//! The broker's stored metadata: its topics (ids, partitions and their placement slots,
-//! configs), the dynamic broker configs, and the JSON file it is kept in. Shard 0 is the only
-//! writer; every shard holds an immutable copy (`Arc<StoredMetadata>`).
+//! The metadata every shard's services read, and the broker's durable copy of it.
 //!
-//! On a single node the stored metadata is the whole truth; in cluster mode it is this broker's
-//! copy of the controller's topics (`controller::ClusterMetadata` is the controller's own
-//! model). Either way, what the shards' services read is one [`image::MetadataImage`] per
-//! publication, held in each shard's [`cache::MetadataCache`].
+//! The truth is the controller's applied records in both modes (`controller::ClusterMetadata`;
+//! on a single node shard 0 decides and applies them itself). What lives here is below the
+//! controller: the plain values the metadata is made of ([`cluster_state`]), one immutable
+//! [`image::MetadataImage`] per publication held in each shard's [`cache::MetadataCache`], and
+//! the snapshot file shard 0 keeps ([`store`], [`snapshot_codec`]; earlier releases' JSON file
+//! is read once to import it, [`legacy_json`]).
 
 pub mod cache;
 pub mod cluster_state;
 pub mod image;
+pub mod legacy_json;
 pub mod meta_properties;
+pub mod snapshot_codec;
 pub mod store;
-pub mod stored;
 
 pub use cache::MetadataCache;
+pub use cluster_state::{shard_for_slot, BrokerConfigs, MetadataSnapshot};
 pub use image::{LiveBroker, MetadataImage};
-pub use stored::{shard_for_slot, MetadataError, PartitionMeta, StoredMetadata, TopicMetadata};

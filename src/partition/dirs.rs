@@ -18,7 +18,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use uuid::Uuid;
 
-use crate::metadata::StoredMetadata;
+use crate::metadata::MetadataImage;
 use crate::runtime;
 use crate::runtime::durable_file;
 
@@ -188,7 +188,7 @@ enum SweepAction {
     Keep,
 }
 
-fn sweep_action(name: &str, is_dir: bool, meta: &StoredMetadata) -> SweepAction {
+fn sweep_action(name: &str, is_dir: bool, meta: &MetadataImage) -> SweepAction {
     if name.ends_with(DELETE_SUFFIX) {
         return SweepAction::Remove;
     }
@@ -213,7 +213,7 @@ fn sweep_action(name: &str, is_dir: bool, meta: &StoredMetadata) -> SweepAction 
 
 /// At start, before any log opens (shard 0): sets aside directories of partitions `meta` does
 /// not have, and removes `*-delete` ones in the background. Returns how many were set aside.
-pub async fn sweep(data_dir: &Path, meta: &StoredMetadata) -> usize {
+pub async fn sweep(data_dir: &Path, meta: &MetadataImage) -> usize {
     let listing = data_dir.to_path_buf();
     let entries = runtime::spawn_blocking(move || -> io::Result<Vec<(String, bool)>> {
         let mut out = Vec::new();
@@ -257,6 +257,11 @@ pub async fn sweep(data_dir: &Path, meta: &StoredMetadata) -> usize {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use crate::metadata::cluster_state::{PartitionState, TopicState};
+    use crate::metadata::image::ImageParts;
+    use crate::model::{BrokerId, LeaderEpoch, PartitionEpoch};
 
     use super::*;
 
@@ -289,9 +294,21 @@ mod tests {
 
     #[test]
     fn the_sweep_removes_deleted_and_sets_aside_unknown_partitions() {
-        let meta = StoredMetadata::new("c".into())
-            .with_topic("a-b", 2, BTreeMap::new(), Uuid::from_u128(1))
-            .unwrap();
+        let partition = |slot| PartitionState {
+            replicas: vec![BrokerId(1)],
+            isr: vec![BrokerId(1)],
+            leader: Some(BrokerId(1)),
+            leader_epoch: LeaderEpoch(0),
+            partition_epoch: PartitionEpoch(0),
+            slot,
+        };
+        let topic = TopicState {
+            name: "a-b".into(),
+            id: Uuid::from_u128(1),
+            partitions: vec![partition(0), partition(1)],
+            configs: BTreeMap::new(),
+        };
+        let meta = MetadataImage::from_parts(ImageParts::default(), [Arc::new(topic)]);
         let id = Uuid::from_u128(7);
         let deleted = aside_dir_name("a-b", 0, id, Aside::Delete);
         let stray = aside_dir_name("a-b", 0, id, Aside::Stray);

@@ -28,7 +28,7 @@ use crate::model::BrokerId;
 use crate::model::MetadataOffset;
 use crate::partition::replica_manager::{ReplicaManager, ReplicaSettings};
 use crate::runtime::{self, Task, TcpListener};
-use crate::shard::cluster_admin::{self, ClusterAdmin};
+use crate::shard::cluster_admin::ClusterAdmin;
 use crate::shard::group_routing::GroupRoles;
 use crate::shard::Shard;
 use crate::util::shutdown::ShutdownSignal;
@@ -347,9 +347,10 @@ pub fn start_replication(setup: &ClusterSetup, shard: &Rc<Shard>) -> Result<(), 
     Ok(())
 }
 
-/// After every change of the applied metadata: copies its topics into the shards, then
-/// publishes it (so a shard that sees a partition led here finds its log open). A voter
-/// also publishes leader changes.
+/// After every change of the applied metadata: saves this broker's copy (when the placement
+/// of its logs changed), has every shard apply the new image (logs placed, roles applied),
+/// then publishes it (so a shard that sees a partition led here finds its log open and
+/// leading). A voter also publishes leader changes.
 async fn follow_applied(
     shard: Rc<Shard>,
     view: Rc<MetadataView>,
@@ -357,45 +358,28 @@ async fn follow_applied(
     cluster_id: String,
     shutdown: Rc<ShutdownSignal>,
 ) {
-    let me = BrokerId(shard.config.node_id);
-    let local_only: Vec<String> = shard
-        .metadata()
-        .topics
-        .values()
-        .filter(|t| !t.from_controller)
-        .map(|t| t.name.clone())
-        .collect();
-    if !local_only.is_empty() {
-        // Kept on disk, never served: the cluster does not know them.
-        tracing::warn!(topics = ?local_only, "topics created on this node before it joined the cluster are not served in cluster mode");
-    }
     let mut applied = view.subscribe();
-    let mut adopted: Option<MetadataOffset> = None;
     let mut last_published: Option<(Option<MetadataOffset>, Option<BrokerId>)> = None;
     // Publication order for the shards' caches (the empty image before it is 0).
     let mut version = 0u64;
     while !shutdown.is_triggered() {
         let offset = view.applied_offset();
-        // Until the view has caught up with what this broker copied before it stopped,
-        // nothing is copied (a topic missing from an older view is not deleted) nor
-        // published (shards keep answering from the copy they loaded).
+        // Until the view has caught up with what this broker saved before it stopped,
+        // nothing is saved (a topic missing from an older view is not deleted) nor
+        // published (the shards keep the logs they placed by the saved copy).
         let caught_up = !shard.behind_copied(offset);
-        if let (Some(o), true) = (offset, caught_up && adopted != offset) {
-            let topics = cluster_admin::local_topics(&view.get(), me);
-            match shard.adopt_controller_topics(o, topics).await {
-                Ok(()) => adopted = offset,
-                Err(e) => {
-                    tracing::error!(code = e.code, error = %e.message, "cannot apply the cluster's topics on this broker; retrying");
-                    futures_lite::future::or(
-                        runtime::sleep(Duration::from_secs(1)),
-                        shutdown.wait(),
-                    )
+        let leader = node.as_ref().and_then(|n| n.status().leader);
+        let metadata_moved = last_published.is_none_or(|(o, _)| o != offset);
+        if caught_up && metadata_moved {
+            // Cloned out of the borrowed view before the save awaits (an `Arc` per topic).
+            let meta = view.get().clone();
+            if let Err(e) = shard.save_applied_copy(&meta).await {
+                tracing::error!(code = e.code, error = %e.message, "cannot save the cluster's metadata on this broker; retrying");
+                futures_lite::future::or(runtime::sleep(Duration::from_secs(1)), shutdown.wait())
                     .await;
-                    continue;
-                }
+                continue;
             }
         }
-        let leader = node.as_ref().and_then(|n| n.status().leader);
         // The leader is polled every half second; the image (the metadata's maps, sharing
         // its topics) is only built when something changed.
         if caught_up && last_published != Some((offset, leader)) {
@@ -405,12 +389,10 @@ async fn follow_applied(
                 version,
                 cluster_id.clone(),
                 leader,
-                // The stored ones: the metadata log carries no broker configs (yet).
-                Arc::new(shard.metadata().broker_configs.clone()),
             ));
-            // Roles first: a client told of a new leader finds it leading.
-            if last_published.is_none_or(|(o, _)| o != offset) {
-                shard.apply_roles_everywhere(&image).await;
+            // Applied first: a client told of a new leader finds it leading.
+            if metadata_moved {
+                shard.apply_everywhere(&image).await;
             }
             shard.publish_everywhere(image).await;
             last_published = Some((offset, leader));

@@ -1,24 +1,21 @@
 //! Cluster mode on the shards: topic changes are the controller's, not shard 0's. Admin
 //! requests are forwarded to the active controller and answered once the committed change is
-//! applied here; the controller's topics are copied into the shards' metadata (with the
-//! partitions this broker hosts), and partition requests for partitions another broker leads
-//! are refused with NOT_LEADER_OR_FOLLOWER, as Kafka's replica manager does.
+//! published here, and partition requests for partitions another broker leads are refused
+//! with NOT_LEADER_OR_FOLLOWER, as Kafka's replica manager does.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::messages::{AdminError, AdminOp};
 use super::Shard;
-use crate::controller::cluster_metadata::ClusterMetadata;
 use crate::controller::quorum::controller_link::{ControllerLink, ForwardError};
 use crate::controller::topic_admin::CreateTopicRequest;
 use crate::controller::topic_changes::TopicChange;
 use crate::group::api::OFFSETS_TOPIC;
 use crate::idempotence::producer_ids::ProducerIdError;
 use crate::metadata::cluster_state::PartitionState;
-use crate::metadata::{LiveBroker, PartitionMeta, StoredMetadata, TopicMetadata};
+use crate::metadata::{LiveBroker, MetadataImage};
 use crate::model::{BrokerId, MetadataOffset, ProducerIdBlock};
 use crate::partition::offsets_reader::OffsetsReader;
 use crate::partition::ops::error_result;
@@ -66,32 +63,6 @@ impl ClusterAdmin {
     }
 }
 
-/// The controller's topics as this broker's shards hold them: every topic with every
-/// partition (so indexes and slots match the cluster), logs only where this broker is a
-/// replica.
-pub fn local_topics(meta: &ClusterMetadata, me: BrokerId) -> BTreeMap<String, TopicMetadata> {
-    meta.topics()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| PartitionMeta {
-                    slot: p.slot,
-                    hosted: p.replicas.contains(&me),
-                })
-                .collect();
-            let topic = TopicMetadata {
-                name: t.name.clone(),
-                id: t.id,
-                partitions,
-                configs: t.configs.clone(),
-                from_controller: true,
-            };
-            (t.name.clone(), topic)
-        })
-        .collect()
-}
-
 /// Broker ids per partition, as the controller takes them.
 fn replicas_of(assignment: Vec<Vec<i32>>) -> Vec<Vec<BrokerId>> {
     assignment
@@ -100,7 +71,18 @@ fn replicas_of(assignment: Vec<Vec<i32>>) -> Vec<Vec<BrokerId>> {
         .collect()
 }
 
-fn change_of(op: AdminOp) -> Result<(TopicChange, bool), AdminError> {
+/// `op` as the controller takes it (in both modes: a single node's own controller decides by
+/// the same rules), and whether it is only to be validated.
+pub(super) fn change_of(op: AdminOp) -> Result<(TopicChange, bool), AdminError> {
+    if let AdminOp::DeleteTopic { name } | AdminOp::CreatePartitions { name, .. } = &op {
+        if name == OFFSETS_TOPIC {
+            // Its partition count maps groups to coordinators; changing it loses groups.
+            return Err(AdminError {
+                code: ResponseError::InvalidTopicException.code(),
+                message: format!("{name} is internal and cannot be deleted or repartitioned"),
+            });
+        }
+    }
     let wire = |n: i32| (n >= 0).then_some(n);
     let change = match op {
         AdminOp::CreateTopic {
@@ -142,16 +124,14 @@ fn change_of(op: AdminOp) -> Result<(TopicChange, bool), AdminError> {
             configs,
             validate_only,
         } => (TopicChange::SetConfigs { name, configs }, validate_only),
-        AdminOp::SetBrokerConfigs { .. } => {
-            // The controller's metadata log has no broker config records yet: a change kept
-            // on one broker would differ from the others' and vanish on the next snapshot.
-            return Err(AdminError {
-                code: ResponseError::InvalidRequest.code(),
-                message: "dynamic broker configs are not supported in cluster mode yet: set \
-                          them in each broker's config file"
-                    .to_string(),
-            });
-        }
+        AdminOp::SetBrokerConfigs {
+            resource,
+            configs,
+            validate_only,
+        } => (
+            TopicChange::BrokerConfigs { resource, configs },
+            validate_only,
+        ),
     };
     Ok(change)
 }
@@ -197,15 +177,7 @@ impl Shard {
         self: &Rc<Self>,
         admin: &ClusterAdmin,
         op: AdminOp,
-    ) -> Result<Arc<StoredMetadata>, AdminError> {
-        if let AdminOp::DeleteTopic { name } | AdminOp::CreatePartitions { name, .. } = &op {
-            if name == OFFSETS_TOPIC {
-                return Err(AdminError {
-                    code: ResponseError::InvalidTopicException.code(),
-                    message: format!("{name} is internal and cannot be deleted or repartitioned"),
-                });
-            }
-        }
+    ) -> Result<Arc<MetadataImage>, AdminError> {
         let (change, validate_only) = change_of(op)?;
         let answer = admin
             .link
@@ -238,37 +210,7 @@ impl Shard {
                 });
             }
         }
-        Ok(self.metadata())
-    }
-
-    /// Whether metadata applied up to `offset` is behind what this broker already copied
-    /// (a view still catching up after a restart): not to be copied nor published.
-    pub fn behind_copied(&self, offset: Option<MetadataOffset>) -> bool {
-        let copied = self.metadata().controller_offset;
-        copied.is_some_and(|c| offset.is_none_or(|o| o.0 < c))
-    }
-
-    /// Shard 0: copies the controller's topics as of `offset` into every shard (opening the
-    /// logs of new hosted partitions, deleting those of deleted topics).
-    pub async fn adopt_controller_topics(
-        self: &Rc<Self>,
-        offset: MetadataOffset,
-        topics: BTreeMap<String, TopicMetadata>,
-    ) -> Result<(), AdminError> {
-        {
-            let _inside = self.admin.enter().await;
-            if let Some(next) = self.metadata().with_controller_topics(offset.0, topics) {
-                let next = Arc::new(next);
-                crate::metadata::store::save(&self.config.data_dir, &next)
-                    .await
-                    .map_err(|e| AdminError {
-                        code: ResponseError::KafkaStorageError.code(),
-                        message: e.to_string(),
-                    })?;
-                self.broadcast_metadata(next).await;
-            }
-        }
-        Ok(())
+        Ok(self.image())
     }
 
     /// Shard 0: the metadata as of `offset` is published (its topics copied, its roles

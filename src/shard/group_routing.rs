@@ -33,10 +33,10 @@ impl GroupHost for Shard {
     }
 
     fn offsets_partition_count(&self) -> Option<i32> {
-        // The stored metadata: the partitions whose logs this broker holds (the image may
-        // still be the empty one of a cluster-mode start when roles are first applied).
-        let stored = self.metadata();
-        let topic = stored.topic(OFFSETS_TOPIC)?;
+        // The placement image: the partitions whose logs this broker holds (the published
+        // image may still be the empty one of a cluster-mode start when roles are applied).
+        let placed = self.placement();
+        let topic = placed.topic_by_name(OFFSETS_TOPIC)?;
         i32::try_from(topic.partitions.len()).ok()
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::idempotence::producer_ids::ProducerIdError;
-use crate::metadata::StoredMetadata;
+use crate::metadata::MetadataImage;
 use crate::model::ProducerIdBlock;
 use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::ops::{PartitionOp, PartitionResult};
@@ -59,20 +59,20 @@ pub enum PartitionRequest {
 
 /// Metadata for a shard to adopt, or (to shard 0) a change to make.
 pub enum MetadataRequest {
-    /// New metadata from shard 0: adopt it, open logs of new partitions, drop deleted ones.
-    Apply(Arc<StoredMetadata>),
+    /// A new image from shard 0: open logs of new hosted partitions, drop gone ones, lead or
+    /// follow as it says (cluster mode), load gained groups; on a single node also answer
+    /// from it.
+    Apply(Arc<MetadataImage>),
     /// A metadata change, sent to shard 0 (the only writer).
     Admin(AdminOp),
-    /// Cluster mode: lead or follow as this image says, before it is published.
-    ApplyRoles(Arc<crate::metadata::MetadataImage>),
-    /// Cluster mode: the image to answer requests from, once every shard applied its roles.
-    Publish(Arc<crate::metadata::MetadataImage>),
+    /// Cluster mode: the image to answer requests from, once every shard applied it.
+    Publish(Arc<MetadataImage>),
 }
 
 pub enum ShardReply {
     Partitions(Vec<PartitionResult>),
     Applied,
-    Admin(Result<Arc<StoredMetadata>, AdminError>),
+    Admin(Result<Arc<MetadataImage>, AdminError>),
     DataAvailable(bool),
     /// The coordinator's reply, or a whole-request error code.
     Group(Result<crate::group::api::Reply, i16>),

@@ -11,36 +11,36 @@ mod errors;
 pub mod fetch_session;
 pub mod group_routing;
 pub mod housekeeping;
+mod local_admin;
 pub mod messages;
 pub mod metrics_report;
 pub mod offline;
 pub mod producer_ids;
 pub mod replica_roles;
+mod stored_metadata;
 pub mod wait_for_data;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::protocol::ResponseError;
 
-use crate::config::{topic_log_config, validate_dynamic, BrokerConfig};
+use crate::config::BrokerConfig;
 use crate::metrics;
 use crate::runtime::{self, Inbox, ShardContext};
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
 use crate::util::memory_budget::MemoryBudget;
 
-use crate::metadata::{LiveBroker, MetadataCache, MetadataImage, StoredMetadata};
+use crate::metadata::{LiveBroker, MetadataCache, MetadataImage};
 use crate::partition::error::PartitionError;
 use crate::partition::manager::{Housekeeping, ManagerSettings, PartitionManager};
 use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::ops::{unavailable_result, unknown_partition_result};
 use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::partition::recovery_summary::RecoverySummary;
-use errors::metadata_error;
 use messages::{
     AdminError, AdminOp, MeshMessage, MetadataRequest, PartitionRequest, ShardReply, ShardRequest,
 };
@@ -49,13 +49,20 @@ use messages::{
 pub enum ShardError {
     #[error(transparent)]
     Metadata(#[from] crate::metadata::store::MetadataStoreError),
+    #[error(transparent)]
+    Local(#[from] crate::controller::local::LocalStartError),
 }
 
 pub struct Shard {
     pub id: usize,
     pub count: usize,
     pub config: BrokerConfig,
-    metadata: RefCell<Arc<StoredMetadata>>,
+    /// The image this shard's logs were last placed by: the published one, or in cluster mode
+    /// at start what this broker applied before it stopped (see [`Shard::placement`]).
+    placement: RefCell<Arc<MetadataImage>>,
+    /// Shard 0: the stored side of the metadata (a single node's own controller, or in
+    /// cluster mode the copy of the applied metadata log), see `stored_metadata.rs`.
+    stored: RefCell<stored_metadata::StoredSide>,
     /// The partitions this shard owns: open logs, offline ones, and the operations on them.
     pub partitions: Rc<PartitionManager>,
     ctx: ShardContext<MeshMessage>,
@@ -73,9 +80,8 @@ pub struct Shard {
     pub produce_memory: MemoryBudget,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
     pub fetch_sessions: RefCell<fetch_session::FetchSessions>,
-    /// The metadata image the shard's services read (both modes): on a single node rebuilt
-    /// from the stored metadata at every change, in cluster mode published by shard 0 from
-    /// the applied metadata log.
+    /// The metadata image the shard's services read (both modes), published by shard 0: on
+    /// a single node at every change it applied, in cluster mode from the metadata log.
     pub metadata_cache: Rc<MetadataCache>,
     /// Cluster mode, shard 0: where admin changes go (see [`cluster_admin`]).
     cluster_admin: std::cell::OnceCell<cluster_admin::ClusterAdmin>,
@@ -97,23 +103,7 @@ impl Shard {
         let id = ctx.id();
         let count = ctx.count();
         let inboxes = ctx.take_inboxes();
-        // Shard 0 creates the metadata on first start; the others read what it wrote. They
-        // start at the same time, so a missing file on shard ≠ 0 means "not yet": wait.
-        let meta = if id == 0 {
-            crate::metadata::store::load_or_create(&config.data_dir, config.node_id).await?
-        } else {
-            let mut tries = 0;
-            loop {
-                if let Some(m) = crate::metadata::store::load_existing(&config.data_dir).await? {
-                    break m;
-                }
-                tries += 1;
-                if tries > 500 {
-                    break StoredMetadata::new(String::new());
-                }
-                runtime::sleep(Duration::from_millis(10)).await;
-            }
-        };
+        let loaded = stored_metadata::load(id, &config).await?;
         let config_group = config.group.clone();
         let fsync_on_acks_all = config.fsync_on_acks_all;
         let produce_memory = MemoryBudget::new(config.produce_memory_limit());
@@ -121,21 +111,25 @@ impl Shard {
         let partitions = Rc::new(PartitionManager::new(ManagerSettings {
             shard: id,
             shards: count,
+            broker: crate::model::BrokerId(config.node_id),
             data_dir: config.data_dir.clone(),
             cluster_mode: config.is_cluster_mode(),
         }));
-        // Cluster mode starts empty: the image comes from the metadata log once applied.
+        // Cluster mode answers from an empty image until the metadata log is applied; its
+        // logs are placed by what this broker applied before it stopped.
+        let placement = Arc::new(loaded.placement);
         let image = if config.is_cluster_mode() {
-            MetadataImage::empty(String::new())
+            Arc::new(MetadataImage::empty(String::new()))
         } else {
-            MetadataImage::single_node(&meta, &advertised_self(&config), None)
+            Arc::clone(&placement)
         };
         let shard = Rc::new(Shard {
             id,
             count,
-            metadata_cache: Rc::new(MetadataCache::new(image)),
+            metadata_cache: Rc::new(MetadataCache::new_shared(image)),
             config,
-            metadata: RefCell::new(Arc::new(meta)),
+            placement: RefCell::new(placement),
+            stored: RefCell::new(loaded.stored),
             partitions,
             ctx,
             pending: RefCell::new(HashMap::new()),
@@ -155,7 +149,7 @@ impl Shard {
             replicas: std::cell::OnceCell::new(),
             stopping: crate::util::shutdown::ShutdownSignal::new(),
         });
-        let meta = shard.metadata();
+        let meta = shard.placement();
         if id == 0 {
             // Before any shard opens a log: what a crash left of deleted partitions.
             crate::partition::dirs::sweep(&shard.config.data_dir, &meta).await;
@@ -173,11 +167,11 @@ impl Shard {
         self.metadata_cache.get()
     }
 
-    /// The stored metadata (shard 0 changes it on a single node; in cluster mode the copy of
-    /// the controller's topics that places this broker's logs). Not for answering clients:
-    /// they are answered from [`Shard::image`].
-    pub fn metadata(&self) -> Arc<StoredMetadata> {
-        Arc::clone(&self.metadata.borrow())
+    /// The image this shard's logs were last placed by: the one published last, except in
+    /// cluster mode before the metadata log is caught up, when it is what this broker applied
+    /// before it stopped. Not for answering clients: they are answered from [`Shard::image`].
+    pub fn placement(&self) -> Arc<MetadataImage> {
+        Arc::clone(&self.placement.borrow())
     }
 
     /// The broker config as it is now: `config` (file and flags) with the dynamic broker
@@ -191,10 +185,7 @@ impl Shard {
     /// Opens, reconfigures and closes this shard's logs to match `meta` (see
     /// `PartitionManager::open_owned`), with the topic defaults `meta`'s dynamic broker
     /// configs give.
-    async fn open_owned_logs(
-        &self,
-        meta: &StoredMetadata,
-    ) -> (RecoverySummary, Vec<OfflineNotice>) {
+    async fn open_owned_logs(&self, meta: &MetadataImage) -> (RecoverySummary, Vec<OfflineNotice>) {
         let defaults = self
             .config
             .with_dynamic(&meta.broker_config_layers(self.config.node_id))
@@ -322,17 +313,11 @@ impl Shard {
 
     async fn execute_metadata_request(self: &Rc<Self>, request: MetadataRequest) -> ShardReply {
         match request {
-            MetadataRequest::Apply(meta) => {
-                self.adopt_metadata(meta).await;
+            MetadataRequest::Apply(image) => {
+                self.adopt_image(image).await;
                 ShardReply::Applied
             }
             MetadataRequest::Admin(op) => ShardReply::Admin(self.execute_admin(op).await),
-            MetadataRequest::ApplyRoles(image) => {
-                if let Some(manager) = self.replicas.get() {
-                    manager.apply_roles(image).await;
-                }
-                ShardReply::Applied
-            }
             MetadataRequest::Publish(image) => {
                 self.metadata_cache.publish(image);
                 ShardReply::Applied
@@ -443,8 +428,10 @@ impl Shard {
         result
     }
 
-    /// Applies a metadata change: on shard 0 directly, elsewhere by asking shard 0.
-    pub async fn admin(self: &Rc<Self>, op: AdminOp) -> Result<Arc<StoredMetadata>, AdminError> {
+    /// Applies a metadata change: on shard 0 directly, elsewhere by asking shard 0. Answers
+    /// with the image the change was published in (for `validate_only`, the image it would
+    /// give, never published).
+    pub async fn admin(self: &Rc<Self>, op: AdminOp) -> Result<Arc<MetadataImage>, AdminError> {
         if self.id == 0 {
             return self.execute_admin(op).await;
         }
@@ -460,150 +447,47 @@ impl Shard {
         }
     }
 
-    /// Shard 0 only: validates and applies one change, persists it, and hands the new metadata
-    /// to every shard before answering.
-    async fn execute_admin(
-        self: &Rc<Self>,
-        op: AdminOp,
-    ) -> Result<Arc<StoredMetadata>, AdminError> {
+    /// Shard 0 only: decides one change, persists it, and hands the new image to every shard
+    /// before answering (cluster mode: forwards it to the controller and waits for it to be
+    /// applied here).
+    async fn execute_admin(self: &Rc<Self>, op: AdminOp) -> Result<Arc<MetadataImage>, AdminError> {
+        // Checked here, against this broker's property table, in both modes: the controller
+        // only records them.
+        if let AdminOp::SetBrokerConfigs {
+            resource, configs, ..
+        } = &op
+        {
+            crate::config::validate_dynamic(&self.config, configs, resource.is_empty())
+                .map_err(errors::dynamic_config_error)?;
+        }
         // Outside the section: the answer waits for the change to be adopted, which enters it.
         if let Some(admin) = self.cluster_admin() {
             return self.forward_admin(admin, op).await;
         }
         let _inside = self.admin.enter().await;
-        self.execute_admin_exclusive(op).await
+        self.execute_local_admin(op).await
     }
 
-    async fn execute_admin_exclusive(
-        self: &Rc<Self>,
-        op: AdminOp,
-    ) -> Result<Arc<StoredMetadata>, AdminError> {
-        let current = self.metadata();
-        let (next, validate_only) = match op {
-            AdminOp::CreateTopic {
-                name,
-                partitions,
-                configs,
-                validate_only,
-                ..
-            } => {
-                let defaults = self.effective_config().log_defaults;
-                topic_log_config(&defaults, &configs).map_err(|e| AdminError {
-                    code: ResponseError::InvalidConfig.code(),
-                    message: e.to_string(),
-                })?;
-                let next = current
-                    .with_topic(&name, partitions, configs, uuid::Uuid::new_v4())
-                    .map_err(metadata_error)?;
-                (next, validate_only)
-            }
-            AdminOp::DeleteTopic { name } | AdminOp::CreatePartitions { name, .. }
-                if name == crate::group::api::OFFSETS_TOPIC =>
-            {
-                // Its partition count maps groups to coordinators; changing it loses groups.
-                return Err(AdminError {
-                    code: ResponseError::InvalidTopicException.code(),
-                    message: format!("{name} is internal and cannot be deleted or repartitioned"),
-                });
-            }
-            AdminOp::DeleteTopic { name } => {
-                (current.without_topic(&name).map_err(metadata_error)?, false)
-            }
-            AdminOp::CreatePartitions {
-                name,
-                total,
-                validate_only,
-                ..
-            } => (
-                current
-                    .with_partition_count(&name, total)
-                    .map_err(metadata_error)?,
-                validate_only,
-            ),
-            AdminOp::SetTopicConfigs {
-                name,
-                configs,
-                validate_only,
-            } => {
-                let defaults = self.effective_config().log_defaults;
-                topic_log_config(&defaults, &configs).map_err(|e| AdminError {
-                    code: ResponseError::InvalidConfig.code(),
-                    message: e.to_string(),
-                })?;
-                (
-                    current
-                        .with_topic_configs(&name, configs)
-                        .map_err(metadata_error)?,
-                    validate_only,
-                )
-            }
-            AdminOp::SetBrokerConfigs {
-                resource,
-                configs,
-                validate_only,
-            } => {
-                validate_dynamic(&self.config, &configs, resource.is_empty())
-                    .map_err(errors::dynamic_config_error)?;
-                (
-                    current.with_broker_configs(&resource, configs),
-                    validate_only,
-                )
-            }
-        };
-        let next = Arc::new(next);
-        if validate_only {
-            return Ok(next);
-        }
-        crate::metadata::store::save(&self.config.data_dir, &next)
-            .await
-            .map_err(|e| AdminError {
-                code: ResponseError::KafkaStorageError.code(),
-                message: e.to_string(),
-            })?;
-        self.broadcast_metadata(Arc::clone(&next)).await;
-        Ok(next)
-    }
-
-    /// Hands `meta` to every shard (this one included) and waits until all have applied it.
-    async fn broadcast_metadata(self: &Rc<Self>, meta: Arc<StoredMetadata>) {
-        let mut tasks = Vec::new();
-        for to in 0..self.count {
-            if to == self.id {
-                continue;
-            }
-            let shard = Rc::clone(self);
-            let meta = Arc::clone(&meta);
-            tasks.push(runtime::spawn(async move {
-                shard
-                    .request(to, ShardRequest::Metadata(MetadataRequest::Apply(meta)))
-                    .await
-            }));
-        }
-        self.adopt_metadata(meta).await;
-        for t in tasks {
-            if t.await.is_none() {
-                tracing::error!("a shard did not acknowledge new metadata");
-            }
-        }
-    }
-
-    async fn adopt_metadata(self: &Rc<Self>, meta: Arc<StoredMetadata>) {
-        if meta.version < self.metadata.borrow().version {
+    /// Takes `image` (a newer publication only): places this shard's logs by it (opening new
+    /// hosted partitions, applying configs, closing and deleting gone ones), leads or follows
+    /// as it says (cluster mode), loads the groups of offsets partitions gained, and on a
+    /// single node answers from it. Cluster mode publishes it to the cache afterwards, once
+    /// every shard applied it (`replica_roles.rs`).
+    async fn adopt_image(self: &Rc<Self>, image: Arc<MetadataImage>) {
+        if image.version < self.placement.borrow().version {
             return;
         }
-        *self.metadata.borrow_mut() = Arc::clone(&meta);
+        *self.placement.borrow_mut() = Arc::clone(&image);
         if !self.config.is_cluster_mode() {
-            // A single node's image is its stored metadata; in cluster mode the image comes
-            // from the metadata log (`publish_image`), the stored copy only places the logs.
-            let previous = self.image();
-            let image =
-                MetadataImage::single_node(&meta, &advertised_self(&self.config), Some(&previous));
-            self.metadata_cache.publish(Arc::new(image));
+            self.metadata_cache.publish(Arc::clone(&image));
         }
-        let (_, offline) = self.open_owned_logs(&meta).await;
+        let (_, offline) = self.open_owned_logs(&image).await;
         // Before acknowledging: whoever asked for the change (CreateTopics) sees them.
         if !offline.is_empty() {
             self.tell_offline(offline).await;
+        }
+        if let Some(manager) = self.replicas.get() {
+            manager.apply_roles(Arc::clone(&image)).await;
         }
         self.groups.load_partitions(&**self).await;
     }
@@ -641,7 +525,7 @@ impl Shard {
 }
 
 /// This broker as its clients reach it (a single node's only broker).
-fn advertised_self(config: &BrokerConfig) -> LiveBroker {
+pub(crate) fn advertised_self(config: &BrokerConfig) -> LiveBroker {
     LiveBroker {
         id: crate::model::BrokerId(config.node_id),
         host: config.advertised_host.clone(),

@@ -1,6 +1,6 @@
-//! Cluster mode: partition roles applied on every shard before the broker publishes a new
-//! metadata image, so that a client told this broker leads a partition finds it leading; then
-//! the image published to every shard's metadata cache.
+//! Cluster mode: a new metadata image applied on every shard (logs placed, partition roles
+//! applied) before the broker publishes it, so that a client told this broker leads a
+//! partition finds it leading; then the image published to every shard's metadata cache.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -11,16 +11,17 @@ use super::Shard;
 use crate::metadata::MetadataImage;
 use crate::runtime;
 
-/// How long the publisher waits for a shard to apply new roles before publishing anyway
-/// (a shard stuck on a disk must not hold back the metadata of all the others).
-const APPLY_ROLES_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the publisher waits for a shard to apply an image before publishing anyway (a
+/// shard stuck on a disk must not hold back the metadata of all the others for long; opening
+/// the logs of a large new topic takes a while on a busy machine).
+const APPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Shard {
-    /// Every shard leads or follows as `image` says; returns once all did (or after
-    /// [`APPLY_ROLES_TIMEOUT`]). The publisher calls this before publishing `image`, so
-    /// a client told that this broker leads a partition finds it leading (Kafka's brokers
+    /// Every shard places its logs and leads or follows as `image` says; returns once all
+    /// did (or after [`APPLY_TIMEOUT`]). The publisher calls this before publishing `image`,
+    /// so a client told that this broker leads a partition finds it leading (Kafka's brokers
     /// too apply a metadata delta before it reaches their metadata cache).
-    pub async fn apply_roles_everywhere(self: &Rc<Self>, image: &Arc<MetadataImage>) {
+    pub async fn apply_everywhere(self: &Rc<Self>, image: &Arc<MetadataImage>) {
         let mut tasks = Vec::with_capacity(self.count);
         for to in 0..self.count {
             let shard = Rc::clone(self);
@@ -28,22 +29,17 @@ impl Shard {
             tasks.push(runtime::spawn(async move {
                 let apply = async {
                     if to == shard.id {
-                        if let Some(manager) = shard.replicas.get() {
-                            manager.apply_roles(image).await;
-                        }
+                        shard.adopt_image(image).await;
                         true
                     } else {
                         shard
-                            .request(
-                                to,
-                                ShardRequest::Metadata(MetadataRequest::ApplyRoles(image)),
-                            )
+                            .request(to, ShardRequest::Metadata(MetadataRequest::Apply(image)))
                             .await
                             .is_some()
                     }
                 };
                 let late = async {
-                    runtime::sleep(APPLY_ROLES_TIMEOUT).await;
+                    runtime::sleep(APPLY_TIMEOUT).await;
                     false
                 };
                 (to, futures_lite::future::or(apply, late).await)
@@ -54,14 +50,14 @@ impl Shard {
             if !applied {
                 tracing::warn!(
                     shard = to,
-                    "a shard did not apply new partition roles in time; publishing anyway"
+                    "a shard did not apply new metadata in time; publishing anyway"
                 );
             }
         }
     }
 
     /// Every shard answers from `image` from now on; returns once all took it. Called after
-    /// [`Shard::apply_roles_everywhere`], in publication order (Kafka's brokers publish a new
+    /// [`Shard::apply_everywhere`], in publication order (Kafka's brokers publish a new
     /// image to their metadata cache once its listeners applied the delta).
     pub async fn publish_everywhere(self: &Rc<Self>, image: Arc<MetadataImage>) {
         let mut tasks = Vec::with_capacity(self.count);

@@ -38,6 +38,8 @@ pub struct ManagerSettings {
     /// The owning shard and how many the process runs (placement is `slot mod shards`).
     pub shard: usize,
     pub shards: usize,
+    /// This broker (`node.id`): the partitions with a replica here are hosted.
+    pub broker: crate::model::BrokerId,
     pub data_dir: PathBuf,
     /// Partitions are replicated (leader epochs loaded, roles applied by the replica manager).
     pub cluster_mode: bool,

@@ -17,7 +17,8 @@ use uuid::Uuid;
 
 use super::{PartitionKey, PartitionManager};
 use crate::log::LogError;
-use crate::metadata::{StoredMetadata, TopicMetadata};
+use crate::metadata::cluster_state::TopicState;
+use crate::metadata::MetadataImage;
 use crate::partition::dirs::PartitionDirError;
 use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::ops::{error_result, unknown_partition_result, PartitionOp, PartitionResult};
@@ -106,7 +107,7 @@ impl PartitionManager {
     /// The partitions of `topic` from `first` on that are offline, on any shard (after a
     /// CreateTopics or CreatePartitions: the owners told every shard before it was
     /// acknowledged).
-    pub fn offline_partitions_of(&self, topic: &TopicMetadata, first: i32) -> Vec<OfflineNotice> {
+    pub fn offline_partitions_of(&self, topic: &TopicState, first: i32) -> Vec<OfflineNotice> {
         (first..topic.partitions.len() as i32)
             .filter_map(|i| self.offline_notice(&topic.name, topic.id, i))
             .collect()
@@ -174,9 +175,10 @@ impl PartitionManager {
 
     /// Forgets offline partitions whose topic is gone from `meta` (deleted, or recreated with
     /// another id). Returns those this shard owned, whose directories are to be removed.
-    pub(super) fn forget_offline_gone(&self, meta: &StoredMetadata) -> Vec<Rc<OfflinePartition>> {
+    pub(super) fn forget_offline_gone(&self, meta: &MetadataImage) -> Vec<Rc<OfflinePartition>> {
         let current = |topic: &str, index: i32, id: Uuid| {
-            meta.topic(topic).is_some_and(|t| t.id == id) && meta.has_partition(topic, index)
+            meta.topic_by_name(topic).is_some_and(|t| t.id == id)
+                && meta.has_partition(topic, index)
         };
         self.offline_view
             .borrow_mut()

@@ -9,7 +9,8 @@ use super::{PartitionKey, PartitionManager};
 use crate::config::topic_log_config;
 use crate::idempotence::append::ProducerLoad;
 use crate::log::{Log, LogConfig};
-use crate::metadata::{self, StoredMetadata, TopicMetadata};
+use crate::metadata::cluster_state::TopicState;
+use crate::metadata::{self, MetadataImage};
 use crate::partition::dirs::{self as partition_dirs, Aside, PartitionDirError};
 use crate::partition::offline_notice::OfflineNotice;
 use crate::partition::recovery_summary::RecoverySummary;
@@ -17,7 +18,8 @@ use crate::partition::Partition;
 use crate::runtime;
 
 impl PartitionManager {
-    /// Opens the logs of partitions this shard owns in `meta` and has not opened yet, applies
+    /// Opens the logs of partitions this shard owns in `meta` (those with a replica on this
+    /// broker whose slot maps to this shard) and has not opened yet, applies
     /// topic configs to open ones, and closes and deletes logs of partitions that are gone.
     /// `defaults` are the topic defaults as `meta` has them (dynamic broker configs included):
     /// a change of them reaches every open log here, as a topic's own change does. Returns
@@ -25,7 +27,7 @@ impl PartitionManager {
     /// (already recorded here; the caller tells the other shards).
     pub async fn open_owned(
         &self,
-        meta: &StoredMetadata,
+        meta: &MetadataImage,
         defaults: &LogConfig,
     ) -> (RecoverySummary, Vec<OfflineNotice>) {
         let mut opened = RecoverySummary::default();
@@ -34,10 +36,11 @@ impl PartitionManager {
             self.delete_partition_dir(&gone.topic, gone.index).await;
         }
         let (me, shards) = (self.settings.shard, self.settings.shards);
-        for topic in meta.topics.values() {
+        let broker = self.settings.broker;
+        for topic in meta.topics() {
             let log_config = log_config_of(defaults, topic);
             for (i, p) in topic.partitions.iter().enumerate() {
-                if !p.hosted || metadata::shard_for_slot(p.slot, shards) != me {
+                if !p.replicas.contains(&broker) || metadata::shard_for_slot(p.slot, shards) != me {
                     continue;
                 }
                 let index = i as i32;
@@ -82,7 +85,7 @@ impl PartitionManager {
     /// Opens one partition's log after checking that its directory belongs to this topic.
     async fn open_partition(
         &self,
-        topic: &TopicMetadata,
+        topic: &TopicState,
         index: i32,
         log_config: LogConfig,
     ) -> Result<(Partition, ProducerLoad), OfflineCause> {
@@ -122,13 +125,22 @@ impl PartitionManager {
     }
 
     /// Closes the open partitions `meta` no longer gives this shard and deletes their data.
-    async fn close_gone_partitions(&self, meta: &StoredMetadata) {
-        let (me, shards) = (self.settings.shard, self.settings.shards);
+    async fn close_gone_partitions(&self, meta: &MetadataImage) {
+        let (me, shards, broker) = (
+            self.settings.shard,
+            self.settings.shards,
+            self.settings.broker,
+        );
+        let owned = |t: &str, i: i32| {
+            meta.partition_by_name(t, i).is_some_and(|p| {
+                p.replicas.contains(&broker) && metadata::shard_for_slot(p.slot, shards) == me
+            })
+        };
         let gone: Vec<PartitionKey> = self
             .online
             .borrow()
             .keys()
-            .filter(|(t, i)| meta.shard_of(t, *i, shards) != Some(me))
+            .filter(|(t, i)| !owned(t, *i))
             .cloned()
             .collect();
         for key in gone {
@@ -161,7 +173,7 @@ impl PartitionManager {
 /// Configs are validated before they are stored; should one still not parse (a hand-edited
 /// file, a property dropped in a later version), the topic is served with the broker defaults
 /// rather than not at all.
-fn log_config_of(defaults: &LogConfig, topic: &TopicMetadata) -> LogConfig {
+fn log_config_of(defaults: &LogConfig, topic: &TopicState) -> LogConfig {
     match topic_log_config(defaults, &topic.configs) {
         Ok(c) => c,
         Err(e) => {

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use uuid::Uuid;
@@ -20,7 +19,6 @@ use crate::controller::records::{
 };
 use crate::log::LogConfig;
 use crate::metadata::MetadataCache;
-use crate::metadata::StoredMetadata;
 use crate::model::{BrokerId, MetadataOffset};
 use crate::partition::manager::{ManagerSettings, PartitionManager};
 use crate::partition::Partition;
@@ -109,21 +107,14 @@ pub async fn manager(
     let partitions = Rc::new(PartitionManager::new(ManagerSettings {
         shard: 0,
         shards: 1,
+        broker: BrokerId(1),
         data_dir: dir.to_path_buf(),
         cluster_mode: true,
     }));
-    let stored = StoredMetadata::new("c".into())
-        .with_topic("t", 1, BTreeMap::new(), TOPIC_ID)
-        .expect("topic");
-    partitions.open_owned(&stored, &LogConfig::default()).await;
+    let image = crate::controller::image::shard_image(&cluster(), 1, "c".into(), None);
+    partitions.open_owned(&image, &LogConfig::default()).await;
     let p = partitions.get("t", 0).expect("opened");
-    let published = Rc::new(MetadataCache::new(crate::controller::image::shard_image(
-        &cluster(),
-        1,
-        "c".into(),
-        None,
-        Arc::default(),
-    )));
+    let published = Rc::new(MetadataCache::new(image));
     let settings = ReplicaSettings {
         replica_lag_time_max_ms: LAG_MS as u64,
         replica_fetch_wait_max_ms: 500,

@@ -117,7 +117,7 @@ async fn grow(
     if validate_only {
         return Ok(());
     }
-    let offline = match meta.topic(name) {
+    let offline = match meta.topic_by_name(name) {
         Some(t) => shard.partitions.offline_partitions_of(t, current),
         None => Vec::new(),
     };

@@ -94,7 +94,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         };
         match outcome {
             Ok(meta) => {
-                if let Some(t) = meta.topic(&name).filter(|_| req.version() >= 7) {
+                if let Some(t) = meta.topic_by_name(&name).filter(|_| req.version() >= 7) {
                     result.topic_id = t.id;
                 }
                 if let Some(rf) = clustered
@@ -105,7 +105,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                         result.replication_factor = rf;
                     }
                 }
-                let offline = match meta.topic(&name).filter(|_| !request.validate_only) {
+                let offline = match meta.topic_by_name(&name).filter(|_| !request.validate_only) {
                     Some(t) => shard.partitions.offline_partitions_of(t, 0),
                     None => Vec::new(),
                 };
