@@ -634,7 +634,7 @@ impl Partition {
         if changed {
             self.write_epochs().await?;
         }
-        self.producers.truncate_to(end);
+        self.producers.truncate_to(Offset(end));
         if let ReplicaRole::Follower(f) = &mut *self.role.borrow_mut() {
             f.high_watermark = f.high_watermark.min(end);
         }
