@@ -45,7 +45,7 @@ impl Partition {
             OutOfRangeAction::TruncateTo(end) => {
                 tracing::warn!(topic = %self.topic, partition = self.index, from = own_end, to = end, "the leader's log ends below ours: truncating to its end");
                 let end = self.log.truncate_to(end).await?;
-                if self.epochs.borrow_mut().truncate_from_end(end) {
+                if self.epochs.borrow_mut().truncate_from_end(Offset(end)) {
                     self.write_epochs().await?;
                 }
                 self.producers.truncate_to(Offset(end));
