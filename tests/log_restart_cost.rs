@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::{opts, producer_seq_batch, seq_batch};
 use ringbroker::idempotence::producer_snapshot::list_snapshots;
 use ringbroker::log::{Log, LogConfig};
+use ringbroker::model::Offset;
 use ringbroker::partition::Partition;
 use ringbroker::runtime::{block_on, now_ms, sleep};
 
@@ -88,7 +89,7 @@ fn after_a_crash_producer_state_replays_at_most_the_active_segment() {
         // The snapshot of the last roll is written in the background: wait for it (bounded).
         for _ in 0..500 {
             let newest = list_snapshots(&dir).expect("list").last().copied();
-            if newest.is_some_and(|o| o >= active) {
+            if newest.is_some_and(|o| o >= Offset(active)) {
                 break;
             }
             sleep(Duration::from_millis(10)).await;
@@ -102,7 +103,8 @@ fn after_a_crash_producer_state_replays_at_most_the_active_segment() {
         let load = p.load_producers(now_ms()).await.expect("load");
         let in_active = log.offsets().log_end_offset - active_base;
         assert!(
-            load.snapshot_offset.is_some_and(|o| o >= active_base),
+            load.snapshot_offset
+                .is_some_and(|o| o >= Offset(active_base)),
             "a snapshot from the last roll: {load:?}, active segment from {active_base}"
         );
         assert!(

@@ -13,6 +13,7 @@ use common::{file_batches, opts, producer_seq_batch, release, verify_log};
 use ringbroker::idempotence::append::ProduceError;
 use ringbroker::idempotence::producer_snapshot::{list_snapshots, snapshot_path};
 use ringbroker::log::{AppendInfo, Log, LogConfig};
+use ringbroker::model::Offset;
 use ringbroker::partition::Partition;
 use ringbroker::runtime::{block_on, now_ms};
 use tmpfs::Tmpfs;
@@ -148,7 +149,10 @@ fn unclean_stop_with_a_cut_tail_rebuilds_what_the_log_holds() {
         p.producers.snapshot(&p.log).await.expect("snapshot at 8");
         produce_in_order(&p, 4, 6).await;
         p.producers.snapshot(&p.log).await.expect("snapshot at 12");
-        assert_eq!(list_snapshots(dir.path()).expect("list"), vec![8, 12]);
+        assert_eq!(
+            list_snapshots(dir.path()).expect("list"),
+            vec![Offset(8), Offset(12)]
+        );
         // Crash: no close. The last batch is then lost from the file (a cut tail).
         release_partition(p).await;
         let batches = file_batches(&segment_file(dir.path()));
@@ -166,7 +170,10 @@ fn unclean_stop_with_a_cut_tail_rebuilds_what_the_log_holds() {
         assert_eq!(p.log.offsets().log_end_offset, 10);
         // The snapshot past the log end is gone; the one at 8 was used, and a new one at the
         // recovered end is written so that the next start replays nothing again.
-        assert_eq!(list_snapshots(dir.path()).expect("list"), vec![8, 10]);
+        assert_eq!(
+            list_snapshots(dir.path()).expect("list"),
+            vec![Offset(8), Offset(10)]
+        );
         let info = produce(&p, &batch(0, 4, 0)).await.expect("duplicate");
         assert_eq!(info.base_offset, 8);
         // The lost batch is not a duplicate: its retry is written.
@@ -178,7 +185,7 @@ fn unclean_stop_with_a_cut_tail_rebuilds_what_the_log_holds() {
         release_partition(p).await;
 
         // Another crash, and the remaining snapshot is corrupt: replay from the log start.
-        std::fs::write(snapshot_path(dir.path(), 8), b"not a snapshot").expect("corrupt");
+        std::fs::write(snapshot_path(dir.path(), Offset(8)), b"not a snapshot").expect("corrupt");
         let _ = std::fs::remove_file(dir.path().join(".kafka_cleanshutdown"));
         let p = open(dir.path(), LogConfig::default()).await;
         let info = produce(&p, &batch(0, 5, 0)).await.expect("duplicate");

@@ -21,6 +21,7 @@ use crate::idempotence::producer_state::{
 };
 use crate::log::record_check::RecordCheckError;
 use crate::log::{AppendInfo, AppendOptions, Log, LogError};
+use crate::model::Offset;
 use crate::protocol::record_batch::{BatchHeader, TimestampType};
 use crate::protocol::ResponseError;
 use crate::runtime;
@@ -83,7 +84,7 @@ impl ProduceError {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProducerLoad {
     /// The offset of the snapshot loaded, if one was usable.
-    pub snapshot_offset: Option<i64>,
+    pub snapshot_offset: Option<Offset>,
     /// Idempotent batches replayed from the log after the snapshot.
     pub replayed_batches: u64,
 }
@@ -96,7 +97,7 @@ pub struct ProducerStates {
     /// Produces waiting for an in-flight batch of a producer to be reported.
     waiters: RefCell<HashMap<i64, Vec<local_oneshot::Sender<()>>>>,
     /// The log offset of the last snapshot written (to skip writing identical ones).
-    last_snapshot_offset: RefCell<Option<i64>>,
+    last_snapshot_offset: RefCell<Option<Offset>>,
     /// One snapshot writer at a time (a roll and housekeeping may ask at once).
     snapshot_writer: Exclusive,
 }
@@ -137,7 +138,7 @@ impl ProducerStates {
     /// from its offset (or from the log start) to the log end.
     pub async fn load(&self, log: &Log, now_ms: i64) -> Result<ProducerLoad, LogError> {
         let offsets = log.offsets();
-        let end = offsets.written_end_offset;
+        let end = Offset(offsets.written_end_offset);
         let dir = log.dir().to_path_buf();
         let snapshot = producer_snapshot::load_newest(&dir, end)
             .await
@@ -145,13 +146,13 @@ impl ProducerStates {
         let snapshot_offset = snapshot.as_ref().map(|s| s.offset);
         let (mut table, from) = match snapshot {
             Some(s) => (s.table, s.offset),
-            None => (ProducerStateTable::new(), offsets.log_start_offset),
+            None => (ProducerStateTable::new(), Offset(offsets.log_start_offset)),
         };
         table.truncate_to(end);
-        let mut next = from.max(offsets.log_start_offset);
+        let mut next = from.max(Offset(offsets.log_start_offset));
         let mut replayed = 0u64;
         while next < end {
-            let read = log.read(next, REPLAY_READ_BYTES, Some(end)).await?;
+            let read = log.read(next.0, REPLAY_READ_BYTES, Some(end.0)).await?;
             if read.records.is_empty() {
                 break;
             }
@@ -164,17 +165,18 @@ impl ProducerStates {
                 if let Some(b) = ProducerBatch::from_header(&h) {
                     // The broker's clock at load: the log holds producers' own timestamps,
                     // not when they were last active, and a restart must not expire them.
-                    table.replay(&b, h.base_offset, h.last_offset(), h.max_timestamp, now_ms);
+                    let (first, last) = (Offset(h.base_offset), Offset(h.last_offset()));
+                    table.replay(&b, first, last, h.max_timestamp, now_ms);
                     replayed += 1;
                 }
-                next = next.max(h.next_offset());
+                next = next.max(Offset(h.next_offset()));
                 rest = &rest[h.total_len()..];
             }
             if next == before {
                 break;
             }
         }
-        tracing::debug!(dir = %dir.display(), from, end, replayed, producers = table.len(), "producer state loaded");
+        tracing::debug!(dir = %dir.display(), from = from.0, end = end.0, replayed, producers = table.len(), "producer state loaded");
         *self.table.borrow_mut() = table;
         Ok(ProducerLoad {
             snapshot_offset,
@@ -188,7 +190,7 @@ impl ProducerStates {
         let _writer = self.snapshot_writer.enter().await;
         let (offset, table) = {
             let table = self.table.borrow();
-            let written = log.offsets().written_end_offset;
+            let written = Offset(log.offsets().written_end_offset);
             let offset = table
                 .lowest_in_flight_offset()
                 .map_or(written, |o| o.min(written));
@@ -212,13 +214,14 @@ impl ProducerStates {
         let mut table = self.table.borrow_mut();
         for h in headers {
             if let Some(b) = ProducerBatch::from_header(h) {
-                table.replay(&b, h.base_offset, h.last_offset(), h.max_timestamp, now_ms);
+                let (first, last) = (Offset(h.base_offset), Offset(h.last_offset()));
+                table.replay(&b, first, last, h.max_timestamp, now_ms);
             }
         }
     }
 
     /// The log was truncated to `log_end`: batches past it are forgotten.
-    pub fn truncate_to(&self, log_end: i64) {
+    pub fn truncate_to(&self, log_end: Offset) {
         self.table.borrow_mut().truncate_to(log_end);
     }
 
@@ -286,15 +289,16 @@ pub async fn append(
                 let log_append_time =
                     log.config().message_timestamp_type == TimestampType::LogAppendTime;
                 return Ok(AppendInfo {
-                    base_offset: original.first_offset,
-                    last_offset: original.last_offset,
+                    base_offset: original.first_offset.0,
+                    last_offset: original.last_offset.0,
                     log_append_time_ms: if log_append_time {
                         original.max_timestamp
                     } else {
                         -1
                     },
                     log_start_offset: log.offsets().log_start_offset,
-                    record_count: (original.last_offset - original.first_offset + 1).max(0) as u64,
+                    record_count: (original.last_offset.0 - original.first_offset.0 + 1).max(0)
+                        as u64,
                 });
             }
             Admission::WaitForInFlight => {
@@ -310,10 +314,11 @@ pub async fn append(
         } else {
             header.max_timestamp
         };
+        let first_offset = Offset(info.base_offset);
         states.table.borrow_mut().record_staged(
             &batch,
-            info.base_offset,
-            info.last_offset,
+            first_offset,
+            Offset(info.last_offset),
             max_timestamp,
             options.now_ms,
             generation,
@@ -325,12 +330,8 @@ pub async fn append(
             {
                 let mut table = reporter.table.borrow_mut();
                 match &result {
-                    Ok(_) => {
-                        table.mark_written(batch.producer_id, info.base_offset, batch.first_seq)
-                    }
-                    Err(_) => {
-                        table.remove_failed(batch.producer_id, info.base_offset, batch.first_seq)
-                    }
+                    Ok(_) => table.mark_written(batch.producer_id, first_offset, batch.first_seq),
+                    Err(_) => table.remove_failed(batch.producer_id, first_offset, batch.first_seq),
                 }
             }
             reporter.wake_producer(batch.producer_id);

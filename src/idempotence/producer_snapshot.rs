@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use crate::idempotence::producer_state::{
     BatchMetadata, ProducerEntry, ProducerStateTable, RETAINED_BATCHES,
 };
+use crate::model::Offset;
 use crate::runtime::{self, File};
 
 const MAGIC: &[u8; 4] = b"RBPS";
@@ -37,7 +38,7 @@ pub const SNAPSHOTS_KEPT: usize = 2;
 /// log on top).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerSnapshot {
-    pub offset: i64,
+    pub offset: Offset,
     pub table: ProducerStateTable,
 }
 
@@ -60,13 +61,13 @@ pub enum SnapshotError {
 }
 
 /// Encodes the in-flight-free part of `table` as of `offset`.
-pub fn encode(offset: i64, table: &ProducerStateTable) -> Vec<u8> {
+pub fn encode(offset: Offset, table: &ProducerStateTable) -> Vec<u8> {
     let table = table.written_only();
     let mut out = Vec::with_capacity(HEADER_LEN + table.len() * (ENTRY_HEADER_LEN + BATCH_LEN));
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_be_bytes());
     out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&offset.to_be_bytes());
+    out.extend_from_slice(&offset.0.to_be_bytes());
     let mut entries: Vec<(i64, &ProducerEntry)> = table.entries().collect();
     entries.sort_by_key(|(id, _)| *id);
     out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
@@ -79,8 +80,8 @@ pub fn encode(offset: i64, table: &ProducerStateTable) -> Vec<u8> {
         for b in e.batches.iter().take(RETAINED_BATCHES) {
             out.extend_from_slice(&b.first_seq.to_be_bytes());
             out.extend_from_slice(&b.last_seq.to_be_bytes());
-            out.extend_from_slice(&b.first_offset.to_be_bytes());
-            out.extend_from_slice(&b.last_offset.to_be_bytes());
+            out.extend_from_slice(&b.first_offset.0.to_be_bytes());
+            out.extend_from_slice(&b.last_offset.0.to_be_bytes());
             out.extend_from_slice(&b.max_timestamp.to_be_bytes());
         }
     }
@@ -107,8 +108,8 @@ pub fn decode(bytes: &[u8]) -> Result<ProducerSnapshot, SnapshotError> {
     if stored != computed {
         return Err(SnapshotError::CrcMismatch { stored, computed });
     }
-    let offset = r.i64()?;
-    if offset < 0 {
+    let offset = Offset(r.i64()?);
+    if offset < Offset(0) {
         return Err(SnapshotError::BadValue("negative offset"));
     }
     let count = r.u32()?;
@@ -129,12 +130,12 @@ pub fn decode(bytes: &[u8]) -> Result<ProducerSnapshot, SnapshotError> {
             let b = BatchMetadata {
                 first_seq: r.i32()?,
                 last_seq: r.i32()?,
-                first_offset: r.i64()?,
-                last_offset: r.i64()?,
+                first_offset: Offset(r.i64()?),
+                last_offset: Offset(r.i64()?),
                 max_timestamp: r.i64()?,
                 in_flight: None,
             };
-            if b.first_seq < 0 || b.last_seq < 0 || b.first_offset < 0 {
+            if b.first_seq < 0 || b.last_seq < 0 || b.first_offset < Offset(0) {
                 return Err(SnapshotError::BadValue("negative sequence or offset"));
             }
             if b.last_offset < b.first_offset {
@@ -205,12 +206,12 @@ impl Reader<'_> {
 }
 
 /// `{offset:020}.snapshot` in `dir`.
-pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{offset:020}{SUFFIX}"))
+pub fn snapshot_path(dir: &Path, offset: Offset) -> PathBuf {
+    dir.join(format!("{:020}{SUFFIX}", offset.0))
 }
 
 /// The offsets of the snapshot files in `dir`, oldest first.
-pub fn list_snapshots(dir: &Path) -> io::Result<Vec<i64>> {
+pub fn list_snapshots(dir: &Path) -> io::Result<Vec<Offset>> {
     let mut offsets = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name();
@@ -219,7 +220,7 @@ pub fn list_snapshots(dir: &Path) -> io::Result<Vec<i64>> {
         };
         if stem.len() == 20 && stem.bytes().all(|c| c.is_ascii_digit()) {
             if let Ok(offset) = stem.parse::<i64>() {
-                offsets.push(offset);
+                offsets.push(Offset(offset));
             }
         }
     }
@@ -229,10 +230,14 @@ pub fn list_snapshots(dir: &Path) -> io::Result<Vec<i64>> {
 
 /// Writes a snapshot of `table` as of `offset` durably, then deletes all but the
 /// [`SNAPSHOTS_KEPT`] newest.
-pub async fn write_snapshot(dir: &Path, offset: i64, table: &ProducerStateTable) -> io::Result<()> {
+pub async fn write_snapshot(
+    dir: &Path,
+    offset: Offset,
+    table: &ProducerStateTable,
+) -> io::Result<()> {
     let bytes = encode(offset, table);
     let path = snapshot_path(dir, offset);
-    let tmp = dir.join(format!("{offset:020}{SUFFIX}.tmp"));
+    let tmp = dir.join(format!("{:020}{SUFFIX}.tmp", offset.0));
     let file = File::open_or_create(&tmp).await?;
     file.truncate(0).await?;
     file.write_all_at(bytes, 0).await?;
@@ -251,12 +256,12 @@ pub async fn write_snapshot(dir: &Path, offset: i64, table: &ProducerStateTable)
 /// Loads the newest readable snapshot whose offset is at most `log_end`. Snapshots past the
 /// log end (the log lost its tail in a crash) are deleted; unreadable ones are skipped with a
 /// warning (recovery then replays more of the log, which is always correct).
-pub async fn load_newest(dir: &Path, log_end: i64) -> io::Result<Option<ProducerSnapshot>> {
+pub async fn load_newest(dir: &Path, log_end: Offset) -> io::Result<Option<ProducerSnapshot>> {
     let offsets = list_snapshots(dir)?;
     for offset in offsets.iter().rev() {
         let path = snapshot_path(dir, *offset);
         if *offset > log_end {
-            tracing::info!(path = %path.display(), log_end, "deleting a producer snapshot past the log end");
+            tracing::info!(path = %path.display(), log_end = log_end.0, "deleting a producer snapshot past the log end");
             runtime::remove_file(&path).await?;
             continue;
         }
@@ -267,7 +272,7 @@ pub async fn load_newest(dir: &Path, log_end: i64) -> io::Result<Option<Producer
         match read.map(|bytes| decode(&bytes)) {
             Ok(Ok(s)) if s.offset == *offset => return Ok(Some(s)),
             Ok(Ok(s)) => {
-                tracing::warn!(path = %path.display(), inner = s.offset, "ignoring a producer snapshot whose name and content disagree")
+                tracing::warn!(path = %path.display(), inner = s.offset.0, "ignoring a producer snapshot whose name and content disagree")
             }
             Ok(Err(e)) => {
                 tracing::warn!(path = %path.display(), error = %e, "ignoring a corrupt producer snapshot")
@@ -297,7 +302,13 @@ mod tests {
                     last_seq: i * 2 + 1,
                 };
                 let first = pid * 100 + i64::from(i) * 2;
-                t.replay(&b, first, first + 1, 42 + first, 7_000 + pid);
+                t.replay(
+                    &b,
+                    Offset(first),
+                    Offset(first + 1),
+                    42 + first,
+                    7_000 + pid,
+                );
             }
         }
         // An in-flight batch is left out of the snapshot.
@@ -307,15 +318,15 @@ mod tests {
             first_seq: 0,
             last_seq: 0,
         };
-        t.record_staged(&b, 999, 999, 0, 1, 0);
+        t.record_staged(&b, Offset(999), Offset(999), 0, 1, 0);
         t
     }
 
     #[test]
     fn round_trip_keeps_written_batches_only() {
         let t = sample();
-        let s = decode(&encode(500, &t)).expect("decode");
-        assert_eq!(s.offset, 500);
+        let s = decode(&encode(Offset(500), &t)).expect("decode");
+        assert_eq!(s.offset, Offset(500));
         assert_eq!(s.table, t.written_only());
         assert!(s.table.entry(9).is_none());
         assert_eq!(
@@ -324,9 +335,45 @@ mod tests {
         );
     }
 
+    /// Pins the bytes (and the file name) against the table in the module doc, so that
+    /// snapshots written by earlier builds keep loading whatever the in-memory types become.
+    #[test]
+    fn layout_is_the_documented_one() {
+        let mut t = ProducerStateTable::new();
+        let b = ProducerBatch {
+            producer_id: 5,
+            epoch: 2,
+            first_seq: 3,
+            last_seq: 4,
+        };
+        t.replay(&b, Offset(10), Offset(11), 77, 1_234);
+        let bytes = encode(Offset(12), &t);
+        let mut want = b"RBPS".to_vec();
+        want.extend_from_slice(&1u16.to_be_bytes());
+        want.extend_from_slice(&[0; 4]);
+        want.extend_from_slice(&12i64.to_be_bytes());
+        want.extend_from_slice(&1u32.to_be_bytes());
+        want.extend_from_slice(&5i64.to_be_bytes());
+        want.extend_from_slice(&2i16.to_be_bytes());
+        want.extend_from_slice(&1_234i64.to_be_bytes());
+        want.push(1);
+        want.extend_from_slice(&3i32.to_be_bytes());
+        want.extend_from_slice(&4i32.to_be_bytes());
+        want.extend_from_slice(&10i64.to_be_bytes());
+        want.extend_from_slice(&11i64.to_be_bytes());
+        want.extend_from_slice(&77i64.to_be_bytes());
+        let crc = crc32c::crc32c(&want[CRC_AT + 4..]);
+        want[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(bytes, want);
+        assert_eq!(
+            snapshot_path(Path::new("d"), Offset(42)),
+            Path::new("d/00000000000000000042.snapshot")
+        );
+    }
+
     #[test]
     fn corruption_is_rejected() {
-        let bytes = encode(500, &sample());
+        let bytes = encode(Offset(500), &sample());
         for at in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[at] ^= 0x40;
@@ -361,15 +408,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         crate::runtime::block_on(async {
             let t = sample();
-            for offset in [10, 20, 30] {
+            for offset in [10, 20, 30].map(Offset) {
                 write_snapshot(dir.path(), offset, &t).await.expect("write");
             }
-            assert_eq!(list_snapshots(dir.path()).expect("list"), vec![20, 30]);
-            std::fs::write(snapshot_path(dir.path(), 30), b"garbage").expect("corrupt");
-            let s = load_newest(dir.path(), 1000).await.expect("load");
-            assert_eq!(s.map(|s| s.offset), Some(20));
+            assert_eq!(
+                list_snapshots(dir.path()).expect("list"),
+                vec![Offset(20), Offset(30)]
+            );
+            std::fs::write(snapshot_path(dir.path(), Offset(30)), b"garbage").expect("corrupt");
+            let s = load_newest(dir.path(), Offset(1000)).await.expect("load");
+            assert_eq!(s.map(|s| s.offset), Some(Offset(20)));
             // Past the log end: deleted.
-            let s = load_newest(dir.path(), 15).await.expect("load");
+            let s = load_newest(dir.path(), Offset(15)).await.expect("load");
             assert!(s.is_none());
             assert!(list_snapshots(dir.path()).expect("list").is_empty());
         })

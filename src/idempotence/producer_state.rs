@@ -20,6 +20,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::model::Offset;
 use crate::protocol::record_batch::BatchHeader;
 
 /// Batches remembered per producer for duplicate detection (Kafka's
@@ -73,8 +74,8 @@ pub fn in_sequence(last: i32, next: i32) -> bool {
 pub struct BatchMetadata {
     pub first_seq: i32,
     pub last_seq: i32,
-    pub first_offset: i64,
-    pub last_offset: i64,
+    pub first_offset: Offset,
+    pub last_offset: Offset,
     /// The batch's max timestamp as stored (the append time on LogAppendTime logs).
     pub max_timestamp: i64,
     /// `Some(write generation)` while the batch is staged but its write has not been reported.
@@ -219,8 +220,8 @@ impl ProducerStateTable {
     pub fn record_staged(
         &mut self,
         batch: &ProducerBatch,
-        first_offset: i64,
-        last_offset: i64,
+        first_offset: Offset,
+        last_offset: Offset,
         max_timestamp: i64,
         now_ms: i64,
         write_generation: u64,
@@ -252,7 +253,7 @@ impl ProducerStateTable {
     }
 
     /// The write of a staged batch succeeded: it is now a plain retained batch.
-    pub fn mark_written(&mut self, producer_id: i64, first_offset: i64, first_seq: i32) {
+    pub fn mark_written(&mut self, producer_id: i64, first_offset: Offset, first_seq: i32) {
         if let Some(b) = self.find_mut(producer_id, first_offset, first_seq) {
             b.in_flight = None;
         }
@@ -260,7 +261,7 @@ impl ProducerStateTable {
 
     /// The write of a staged batch failed (the log rolled it back): forget it, so that its
     /// retry is appended rather than taken for a duplicate.
-    pub fn remove_failed(&mut self, producer_id: i64, first_offset: i64, first_seq: i32) {
+    pub fn remove_failed(&mut self, producer_id: i64, first_offset: Offset, first_seq: i32) {
         let Some(entry) = self.producers.get_mut(&producer_id) else {
             return;
         };
@@ -272,7 +273,7 @@ impl ProducerStateTable {
     fn find_mut(
         &mut self,
         producer_id: i64,
-        first_offset: i64,
+        first_offset: Offset,
         first_seq: i32,
     ) -> Option<&mut BatchMetadata> {
         self.producers
@@ -290,7 +291,7 @@ impl ProducerStateTable {
     }
 
     /// The lowest first offset of the in-flight batches.
-    pub fn lowest_in_flight_offset(&self) -> Option<i64> {
+    pub fn lowest_in_flight_offset(&self) -> Option<Offset> {
         self.producers
             .values()
             .flat_map(|e| e.batches.iter())
@@ -305,8 +306,8 @@ impl ProducerStateTable {
     pub fn replay(
         &mut self,
         batch: &ProducerBatch,
-        first_offset: i64,
-        last_offset: i64,
+        first_offset: Offset,
+        last_offset: Offset,
         max_timestamp: i64,
         activity_ms: i64,
     ) {
@@ -355,7 +356,7 @@ impl ProducerStateTable {
 
     /// Forgets batches at or past `log_end` (a snapshot may know of batches that a crash cut
     /// from the log) and producers left with none.
-    pub fn truncate_to(&mut self, log_end: i64) {
+    pub fn truncate_to(&mut self, log_end: Offset) {
         for entry in self.producers.values_mut() {
             entry.batches.retain(|b| b.last_offset < log_end);
         }
@@ -428,8 +429,8 @@ mod tests {
             let count = i64::from(b.last_seq.wrapping_sub(b.first_seq)) + 1;
             let first = *next_offset;
             *next_offset += count;
-            table.record_staged(&b, first, first + count - 1, 100, 1_000, 0);
-            table.mark_written(b.producer_id, first, b.first_seq);
+            table.record_staged(&b, Offset(first), Offset(first + count - 1), 100, 1_000, 0);
+            table.mark_written(b.producer_id, Offset(first), b.first_seq);
         }
         Ok(admission)
     }
@@ -461,8 +462,8 @@ mod tests {
         for i in 3..8 {
             match t.check(&batch(0, i * 2, 2), 0) {
                 Ok(Admission::Duplicate(m)) => {
-                    assert_eq!(m.first_offset, i64::from(i) * 2);
-                    assert_eq!(m.last_offset, i64::from(i) * 2 + 1);
+                    assert_eq!(m.first_offset, Offset(i64::from(i) * 2));
+                    assert_eq!(m.last_offset, Offset(i64::from(i) * 2 + 1));
                 }
                 other => panic!("batch {i}: {other:?}"),
             }
@@ -554,23 +555,23 @@ mod tests {
     fn in_flight_retries_wait_and_failures_are_forgotten() {
         let mut t = ProducerStateTable::new();
         let b0 = batch(0, 0, 2);
-        t.record_staged(&b0, 0, 1, 5, 1_000, 0);
+        t.record_staged(&b0, Offset(0), Offset(1), 5, 1_000, 0);
         assert_eq!(t.check(&b0, 0), Ok(Admission::WaitForInFlight));
         // Pipelining: the next batch is admitted while the first is in flight.
         let b1 = batch(0, 2, 2);
         assert_eq!(t.check(&b1, 0), Ok(Admission::Append));
-        t.record_staged(&b1, 2, 3, 5, 1_000, 0);
+        t.record_staged(&b1, Offset(2), Offset(3), 5, 1_000, 0);
         assert!(t.has_in_flight());
-        assert_eq!(t.lowest_in_flight_offset(), Some(0));
+        assert_eq!(t.lowest_in_flight_offset(), Some(Offset(0)));
         // A flight failed (generation 1): anything behind the doomed batches waits.
         assert_eq!(t.check(&batch(0, 4, 1), 1), Ok(Admission::WaitForInFlight));
-        t.remove_failed(PID, 0, 0);
-        t.remove_failed(PID, 2, 2);
+        t.remove_failed(PID, Offset(0), 0);
+        t.remove_failed(PID, Offset(2), 2);
         assert!(!t.has_in_flight());
         // The retry of the failed batch is appended, not a duplicate.
         assert_eq!(t.check(&b0, 1), Ok(Admission::Append));
-        t.record_staged(&b0, 0, 1, 5, 1_000, 1);
-        t.mark_written(PID, 0, 0);
+        t.record_staged(&b0, Offset(0), Offset(1), 5, 1_000, 1);
+        t.mark_written(PID, Offset(0), 0);
         assert!(matches!(t.check(&b0, 1), Ok(Admission::Duplicate(_))));
     }
 
@@ -583,7 +584,7 @@ mod tests {
             producer_id: 8,
             ..batch(0, 0, 1)
         };
-        t.record_staged(&other, 1, 1, 0, 500, 0); // in flight: never expires
+        t.record_staged(&other, Offset(1), Offset(1), 0, 500, 0); // in flight: never expires
         assert_eq!(t.expire(1_000 + 99, 100), 0);
         assert_eq!(t.expire(1_000 + 100, 100), 1);
         assert!(t.entry(PID).is_none());
@@ -595,17 +596,18 @@ mod tests {
         let mut t = ProducerStateTable::new();
         for i in 0..7 {
             let b = batch(0, i, 1);
-            t.replay(&b, i64::from(i), i64::from(i), 0, 10);
-            t.replay(&b, i64::from(i), i64::from(i), 0, 10);
+            let at = Offset(i64::from(i));
+            t.replay(&b, at, at, 0, 10);
+            t.replay(&b, at, at, 0, 10);
         }
         let e = t.entry(PID).expect("entry");
         assert_eq!(e.batches.len(), RETAINED_BATCHES);
-        assert_eq!(e.batches.front().map(|b| b.first_offset), Some(2));
-        t.replay(&batch(1, 0, 1), 7, 7, 0, 10);
-        t.replay(&batch(0, 7, 1), 8, 8, 0, 10); // a stale epoch in the log is ignored
+        assert_eq!(e.batches.front().map(|b| b.first_offset), Some(Offset(2)));
+        t.replay(&batch(1, 0, 1), Offset(7), Offset(7), 0, 10);
+        t.replay(&batch(0, 7, 1), Offset(8), Offset(8), 0, 10); // a stale epoch in the log is ignored
         let e = t.entry(PID).expect("entry");
         assert_eq!((e.epoch, e.batches.len()), (1, 1));
-        t.truncate_to(7);
+        t.truncate_to(Offset(7));
         assert!(t.is_empty());
     }
 }

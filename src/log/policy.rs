@@ -2,6 +2,7 @@
 //! retention deletes, when to flush. No I/O here, so every rule is tested by table.
 
 use super::config::LogConfig;
+use crate::model::Offset;
 
 /// Why the active segment is rolled before an append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,11 +21,11 @@ pub enum RollReason {
 #[derive(Debug, Clone, Copy)]
 pub struct RollInputs {
     pub active_size: u64,
-    pub active_base_offset: i64,
+    pub active_base_offset: Offset,
     /// When the active segment got its first batch; `None` while it is empty.
     pub active_rolling_base_ms: Option<i64>,
     pub batch_len: u64,
-    pub batch_last_offset: i64,
+    pub batch_last_offset: Offset,
     pub now_ms: i64,
     /// Entries of the active segment's offset index and time index.
     pub active_index_entries: (usize, usize),
@@ -35,13 +36,13 @@ pub struct RollInputs {
 /// The active segment's share of `segment.jitter.ms`: Kafka draws it at random per segment;
 /// here it is a hash of when the segment got its first batch and its base offset, so that
 /// segments started at different moments roll at different ages, and a test can predict it.
-pub fn segment_jitter_ms(config: &LogConfig, base_offset: i64, rolling_base_ms: i64) -> i64 {
+pub fn segment_jitter_ms(config: &LogConfig, base_offset: Offset, rolling_base_ms: i64) -> i64 {
     let bound = config.segment_jitter_ms.min(config.segment_ms);
     if bound <= 0 {
         return 0;
     }
     // splitmix64 of the two inputs: well spread for consecutive values.
-    let mut x = (base_offset as u64) ^ (rolling_base_ms as u64).rotate_left(32);
+    let mut x = (base_offset.0 as u64) ^ (rolling_base_ms as u64).rotate_left(32);
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -70,7 +71,7 @@ pub fn should_roll(config: &LogConfig, inputs: RollInputs) -> Option<RollReason>
             return Some(RollReason::Age);
         }
     }
-    if inputs.batch_last_offset - inputs.active_base_offset > i64::from(u32::MAX) {
+    if inputs.batch_last_offset.0 - inputs.active_base_offset.0 > i64::from(u32::MAX) {
         return Some(RollReason::OffsetOverflow);
     }
     None
@@ -79,8 +80,8 @@ pub fn should_roll(config: &LogConfig, inputs: RollInputs) -> Option<RollReason>
 /// A segment as retention sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentSummary {
-    pub base_offset: i64,
-    pub next_offset: i64,
+    pub base_offset: Offset,
+    pub next_offset: Offset,
     pub size: u64,
     /// Largest record timestamp (or last-modified time when there is none).
     pub largest_timestamp: i64,
@@ -107,7 +108,7 @@ pub struct RetentionPlan {
 pub fn plan_retention(
     config: &LogConfig,
     segments: &[SegmentSummary],
-    log_start_offset: i64,
+    log_start_offset: Offset,
     now_ms: i64,
 ) -> RetentionPlan {
     let deletable = segments.len().saturating_sub(1);
@@ -173,7 +174,7 @@ pub struct TruncationPlan {
     pub cut: Option<usize>,
 }
 
-pub fn plan_truncation(segment_bases: &[i64], offset: i64) -> TruncationPlan {
+pub fn plan_truncation(segment_bases: &[Offset], offset: Offset) -> TruncationPlan {
     let first_removed = segment_bases.partition_point(|&base| base < offset);
     TruncationPlan {
         first_removed,
@@ -200,10 +201,10 @@ mod tests {
             &config,
             RollInputs {
                 active_size,
-                active_base_offset: 0,
+                active_base_offset: Offset(0),
                 active_rolling_base_ms: base_ms,
                 batch_len,
-                batch_last_offset: 10,
+                batch_last_offset: Offset(10),
                 now_ms: now,
                 active_index_entries: (0, 0),
                 jitter_ms: 0,
@@ -226,10 +227,10 @@ mod tests {
             &LogConfig::default(),
             RollInputs {
                 active_size: 10,
-                active_base_offset: 0,
+                active_base_offset: Offset(0),
                 active_rolling_base_ms: Some(0),
                 batch_len: 10,
-                batch_last_offset: i64::from(u32::MAX) + 1,
+                batch_last_offset: Offset(i64::from(u32::MAX) + 1),
                 now_ms: 0,
                 active_index_entries: (0, 0),
                 jitter_ms: 0,
@@ -248,10 +249,10 @@ mod tests {
         };
         let inputs = |entries, now, jitter_ms| RollInputs {
             active_size: 10,
-            active_base_offset: 0,
+            active_base_offset: Offset(0),
             active_rolling_base_ms: Some(0),
             batch_len: 10,
-            batch_last_offset: 10,
+            batch_last_offset: Offset(10),
             now_ms: now,
             active_index_entries: entries,
             jitter_ms,
@@ -271,11 +272,12 @@ mod tests {
             Some(RollReason::Age)
         );
         assert_eq!(should_roll(&config, inputs((0, 0), 70, 30)), None);
-        let jitters: std::collections::BTreeSet<i64> =
-            (0..100).map(|t| segment_jitter_ms(&config, 0, t)).collect();
+        let jitters: std::collections::BTreeSet<i64> = (0..100)
+            .map(|t| segment_jitter_ms(&config, Offset(0), t))
+            .collect();
         assert!(jitters.iter().all(|j| (0..50).contains(j)));
         assert!(jitters.len() > 10, "spread: {jitters:?}");
-        assert_eq!(segment_jitter_ms(&LogConfig::default(), 0, 5), 0);
+        assert_eq!(segment_jitter_ms(&LogConfig::default(), Offset(0), 5), 0);
     }
 
     #[test]
@@ -290,9 +292,9 @@ mod tests {
             ..LogConfig::default()
         };
         let s = segs(&[(0, 100, 0), (10, 100, 0), (20, 100, 0)]);
-        assert_eq!(plan_retention(&config, &s, 0, 1000).delete_count, 0);
+        assert_eq!(plan_retention(&config, &s, Offset(0), 1000).delete_count, 0);
         assert_eq!(
-            plan_retention(&config, &s, 15, 1000).delete_count,
+            plan_retention(&config, &s, Offset(15), 1000).delete_count,
             1,
             "DeleteRecords still"
         );
@@ -303,8 +305,8 @@ mod tests {
         spec.iter()
             .enumerate()
             .map(|(i, &(base, size, ts))| SegmentSummary {
-                base_offset: base,
-                next_offset: spec.get(i + 1).map(|s| s.0).unwrap_or(base + 10),
+                base_offset: Offset(base),
+                next_offset: Offset(spec.get(i + 1).map(|s| s.0).unwrap_or(base + 10)),
                 size,
                 largest_timestamp: ts,
             })
@@ -333,7 +335,7 @@ mod tests {
                 retention_bytes: bytes,
                 ..LogConfig::default()
             };
-            let plan = plan_retention(&config, &s, start, now);
+            let plan = plan_retention(&config, &s, Offset(start), now);
             assert_eq!(
                 (plan.delete_count, plan.reason),
                 (count, reason),
@@ -350,7 +352,10 @@ mod tests {
             retention_bytes: 0,
             ..LogConfig::default()
         };
-        assert_eq!(plan_retention(&config, &s, 100, 1000).delete_count, 0);
+        assert_eq!(
+            plan_retention(&config, &s, Offset(100), 1000).delete_count,
+            0
+        );
     }
 
     #[test]
@@ -374,8 +379,8 @@ mod tests {
 
     #[test]
     fn truncation_removes_later_segments_and_cuts_the_one_holding_the_offset() {
-        let bases = [0, 100, 200];
-        let plan = |offset| plan_truncation(&bases, offset);
+        let bases = [0, 100, 200].map(Offset);
+        let plan = |offset| plan_truncation(&bases, Offset(offset));
         assert_eq!(
             plan(150),
             TruncationPlan {

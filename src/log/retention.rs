@@ -6,6 +6,7 @@ use super::partition_log::Log;
 use super::policy::{self, RetentionReason, SegmentSummary};
 use super::segment::{Segment, SegmentPaths};
 use super::segment_delete::delete_segment;
+use crate::model::Offset;
 use crate::runtime;
 
 /// What retention did.
@@ -56,13 +57,14 @@ impl Log {
                 .segments
                 .iter()
                 .map(|s| SegmentSummary {
-                    base_offset: s.base_offset,
-                    next_offset: s.next_offset,
+                    base_offset: Offset(s.base_offset),
+                    next_offset: Offset(s.next_offset),
                     size: s.size,
                     largest_timestamp: s.largest_timestamp(),
                 })
                 .collect();
-            let plan = policy::plan_retention(&st.config, &summaries, st.log_start_offset, now_ms);
+            let log_start = Offset(st.log_start_offset);
+            let plan = policy::plan_retention(&st.config, &summaries, log_start, now_ms);
             // A truncation or start-over holds the log and plans by segment position: removing
             // segments under it would make it cut the wrong ones. The next pass deletes them.
             let allowed = if st.exclusive { 0 } else { plan.delete_count };

@@ -7,6 +7,7 @@ use super::log_state::{LogState, PendingWrite};
 use super::partition_log::{AppendInfo, AppendOptions};
 use super::policy::{self, RollInputs};
 use super::segment::Segment;
+use crate::model::Offset;
 use crate::protocol::record_batch::{self, BatchHeader, TimestampType};
 use crate::runtime::write_buffer;
 use crate::runtime::{FileIo, WriteBuffer};
@@ -126,16 +127,16 @@ pub(super) fn stage(
         let count = i64::from(header.last_offset_delta) + 1;
         let active = st.active();
         let jitter_ms = active.rolling_base_ms.map_or(0, |started| {
-            policy::segment_jitter_ms(&st.config, active.base_offset, started)
+            policy::segment_jitter_ms(&st.config, Offset(active.base_offset), started)
         });
         let roll = policy::should_roll(
             &st.config,
             RollInputs {
                 active_size: active.size,
-                active_base_offset: active.base_offset,
+                active_base_offset: Offset(active.base_offset),
                 active_rolling_base_ms: active.rolling_base_ms,
                 batch_len: len as u64,
-                batch_last_offset: base_offset + count - 1,
+                batch_last_offset: Offset(base_offset + count - 1),
                 now_ms: now,
                 active_index_entries: (active.offset_index.len(), active.time_index.len()),
                 jitter_ms,

@@ -26,6 +26,7 @@ use super::policy;
 use super::recovery;
 use super::scan::scan_file;
 use super::segment::{Segment, SegmentFiles, SegmentPaths};
+use crate::model::Offset;
 use crate::runtime;
 
 impl Log {
@@ -57,8 +58,8 @@ impl Log {
         }
         let (plan, removed_bases, kept) = {
             let st = self.inner.state.borrow();
-            let bases: Vec<i64> = st.segments.iter().map(|s| s.base_offset).collect();
-            let plan = policy::plan_truncation(&bases, offset);
+            let bases: Vec<Offset> = st.segments.iter().map(|s| Offset(s.base_offset)).collect();
+            let plan = policy::plan_truncation(&bases, Offset(offset));
             let kept = plan.cut.map(|i| {
                 let s = &st.segments[i];
                 (s.base_offset, s.files.clone(), s.written.size)
@@ -104,7 +105,7 @@ impl Log {
         self.inner.write_checkpoint(|_| {}).await?;
         // 4. The files.
         for base in removed_bases.iter().rev() {
-            SegmentPaths::new(&dir, *base)
+            SegmentPaths::new(&dir, base.0)
                 .remove_files()
                 .await
                 .map_err(io("removing truncated segments"))?;

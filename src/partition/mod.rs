@@ -32,6 +32,7 @@ use std::rc::{Rc, Weak};
 
 use crate::idempotence::append::{self, ProduceError, ProducerLoad, ProducerStates};
 use crate::log::{record_check, AppendInfo, AppendOptions, Log, LogError};
+use crate::model::Offset;
 use crate::replication::epoch_cache::LeaderEpochCache;
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
@@ -229,7 +230,7 @@ impl Partition {
         let load = self.producers.load(&self.log, now_ms).await?;
         self.snapshot_segment.set(self.log.active_segment_base());
         let end = self.log.offsets().written_end_offset;
-        if end > 0 && load.snapshot_offset != Some(end) {
+        if end > 0 && load.snapshot_offset != Some(Offset(end)) {
             self.producers.snapshot(&self.log).await?;
         }
         Ok(load)

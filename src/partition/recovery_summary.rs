@@ -97,7 +97,7 @@ mod tests {
             &clean,
             1000,
             ProducerLoad {
-                snapshot_offset: Some(10),
+                snapshot_offset: Some(crate::model::Offset(10)),
                 replayed_batches: 3,
             },
         );

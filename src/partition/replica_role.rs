@@ -164,7 +164,7 @@ impl Partition {
         let hw = self.high_watermark();
         if let ReplicaRole::Leader(l) = &*self.role.borrow() {
             let start = self.epochs.borrow().epoch_start(l.leader_epoch());
-            if start.is_some_and(|s| hw < s) {
+            if start.is_some_and(|s| hw < s.0) {
                 return Err(PartitionError::new(
                     ResponseError::OffsetNotAvailable.code(),
                     format!(
@@ -204,7 +204,7 @@ impl Partition {
 
     /// The leader epoch of the batch holding `offset`, from the epoch cache.
     pub fn epoch_for_offset(&self, offset: i64) -> Option<LeaderEpoch> {
-        self.epochs.borrow().epoch_for_offset(offset)
+        self.epochs.borrow().epoch_for_offset(Offset(offset))
     }
 
     /// The latest leader epoch in the log (a follower's `LastFetchedEpoch`).
@@ -405,7 +405,10 @@ impl Partition {
         // Staged appends (a producer's before a demotion) count: the epoch starts after them.
         let leo = self.log.offsets().log_end_offset;
         let previous_hw = self.high_watermark();
-        let changed = self.epochs.borrow_mut().assign(state.leader_epoch, leo);
+        let changed = self
+            .epochs
+            .borrow_mut()
+            .assign(state.leader_epoch, Offset(leo));
         // An entry assigned by an attempt whose write failed is written now.
         if changed || self.epochs_unsaved.get() {
             self.write_epochs().await?;
@@ -414,14 +417,14 @@ impl Partition {
             .epochs
             .borrow()
             .epoch_start(state.leader_epoch)
-            .unwrap_or(leo);
+            .unwrap_or(Offset(leo));
         let leader = LeaderState::new(
             me,
             state.replicas.clone(),
             state.isr.clone(),
             state.leader_epoch,
             state.partition_epoch,
-            Offset(epoch_start),
+            epoch_start,
             Offset(leo),
             Offset(previous_hw.min(leo)),
             now_ms,
@@ -598,7 +601,8 @@ impl Partition {
         let mut changed = false;
         for h in headers {
             if h.partition_leader_epoch >= 0 {
-                changed |= epochs.assign(LeaderEpoch(h.partition_leader_epoch), h.base_offset);
+                let epoch = LeaderEpoch(h.partition_leader_epoch);
+                changed |= epochs.assign(epoch, Offset(h.base_offset));
             }
         }
         changed
@@ -623,18 +627,18 @@ impl Partition {
         if target >= leo {
             // No record to cut, but maybe an epoch entry of a leadership that wrote nothing:
             // left, it would be the last fetched epoch again, diverging for ever.
-            if self.epochs.borrow_mut().truncate_from_end(leo) {
+            if self.epochs.borrow_mut().truncate_from_end(Offset(leo)) {
                 self.write_epochs().await?;
             }
             return Ok(leo);
         }
         tracing::info!(topic = %self.topic, partition = self.index, from = leo, to = target, "truncating a divergent log tail");
         let end = self.log.truncate_to(target).await?;
-        let changed = self.epochs.borrow_mut().truncate_from_end(end);
+        let changed = self.epochs.borrow_mut().truncate_from_end(Offset(end));
         if changed {
             self.write_epochs().await?;
         }
-        self.producers.truncate_to(end);
+        self.producers.truncate_to(Offset(end));
         if let ReplicaRole::Follower(f) = &mut *self.role.borrow_mut() {
             f.high_watermark = f.high_watermark.min(end);
         }
@@ -767,7 +771,7 @@ impl Partition {
                 })?;
         // Entries past the log's end belong to batches a crash cut off.
         let end = self.log.offsets().written_end_offset;
-        let cut = cache.truncate_from_end(end);
+        let cut = cache.truncate_from_end(Offset(end));
         *self.epochs.borrow_mut() = cache;
         if cut {
             self.write_epochs().await?;

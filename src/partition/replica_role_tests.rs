@@ -93,7 +93,7 @@ fn a_follower_keeps_the_leaders_offsets_epochs_and_producers() {
         let read = p.log.read(0, 1 << 20, None).await.expect("read");
         let h = BatchHeader::parse(&read.records).expect("header");
         assert_eq!((h.base_offset, h.partition_leader_epoch), (0, 3));
-        assert_eq!(p.epoch_cache().epoch_start(LeaderEpoch(3)), Some(0));
+        assert_eq!(p.epoch_cache().epoch_start(LeaderEpoch(3)), Some(Offset(0)));
         assert!(
             p.producers.table().entry(77).is_some(),
             "idempotent producer rebuilt"
@@ -172,7 +172,7 @@ fn a_leaders_hw_follows_its_in_sync_follower_and_answers_acks_all() {
             .await
             .expect("lead");
         assert_eq!(p.leading_epoch(), Some(LeaderEpoch(4)));
-        assert_eq!(p.epoch_cache().epoch_start(LeaderEpoch(4)), Some(0));
+        assert_eq!(p.epoch_cache().epoch_start(LeaderEpoch(4)), Some(Offset(0)));
         let options = p.leader_append_options(false, 1).expect("leader");
         assert_eq!(options.leader_epoch, Some(4));
         p.check_acks_all()

@@ -16,7 +16,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::model::LeaderEpoch;
+use crate::model::{LeaderEpoch, Offset};
 use crate::runtime::durable_file;
 
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
@@ -25,7 +25,7 @@ pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 /// requested epoch has no answer.
 pub const UNDEFINED_EPOCH: i32 = -1;
 /// Kafka's `UNDEFINED_EPOCH_OFFSET`, the end offset paired with [`UNDEFINED_EPOCH`].
-pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
+pub const UNDEFINED_EPOCH_OFFSET: Offset = Offset(-1);
 
 /// The only checkpoint version Kafka has written.
 const CHECKPOINT_VERSION: &str = "0";
@@ -34,7 +34,7 @@ const CHECKPOINT_VERSION: &str = "0";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EpochEntry {
     pub epoch: LeaderEpoch,
-    pub start_offset: i64,
+    pub start_offset: Offset,
 }
 
 /// Why a `leader-epoch-checkpoint` could not be read.
@@ -95,8 +95,8 @@ impl LeaderEpochCache {
     ///   Kafka throws there, the caller should never pass one.
     ///
     /// Returns whether the cache changed, i.e. whether the checkpoint must be rewritten.
-    pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: i64) -> bool {
-        if epoch.0 < 0 || start_offset < 0 {
+    pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> bool {
+        if epoch.0 < 0 || start_offset.0 < 0 {
             return false;
         }
         if let Some(latest) = self.latest_entry() {
@@ -121,7 +121,7 @@ impl LeaderEpochCache {
         {
             tracing::warn!(
                 epoch = epoch.0,
-                start_offset,
+                start_offset = start_offset.0,
                 ?removed,
                 "new leader epoch entry removed conflicting entries from the epoch cache"
             );
@@ -149,7 +149,7 @@ impl LeaderEpochCache {
     }
 
     /// The start offset of `epoch` if present.
-    pub fn epoch_start(&self, epoch: LeaderEpoch) -> Option<i64> {
+    pub fn epoch_start(&self, epoch: LeaderEpoch) -> Option<Offset> {
         self.entries
             .binary_search_by_key(&epoch, |e| e.epoch)
             .ok()
@@ -167,8 +167,8 @@ impl LeaderEpochCache {
     /// - `requested` above the latest, an empty cache, or `requested` undefined (negative;
     ///   Kafka tests for -1 only): `(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)`, so the
     ///   follower falls back to other means.
-    pub fn end_offset_for(&self, requested: LeaderEpoch, log_end_offset: i64) -> (i32, i64) {
-        const UNDEFINED: (i32, i64) = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+    pub fn end_offset_for(&self, requested: LeaderEpoch, log_end_offset: Offset) -> (i32, Offset) {
+        const UNDEFINED: (i32, Offset) = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
         if requested.0 < 0 {
             return UNDEFINED;
         }
@@ -186,7 +186,7 @@ impl LeaderEpochCache {
     }
 
     /// The epoch of the batch holding `offset` (largest entry with start <= offset), if any.
-    pub fn epoch_for_offset(&self, offset: i64) -> Option<LeaderEpoch> {
+    pub fn epoch_for_offset(&self, offset: Offset) -> Option<LeaderEpoch> {
         let after = self.entries.partition_point(|e| e.start_offset <= offset);
         after.checked_sub(1).map(|i| self.entries[i].epoch)
     }
@@ -194,8 +194,8 @@ impl LeaderEpochCache {
     /// After a truncation of the log to `end_offset`: removes the entries starting at or after
     /// it, whose batches are gone. A negative offset (undefined) removes nothing.
     /// Returns whether the cache changed.
-    pub fn truncate_from_end(&mut self, end_offset: i64) -> bool {
-        if end_offset < 0 {
+    pub fn truncate_from_end(&mut self, end_offset: Offset) -> bool {
+        if end_offset.0 < 0 {
             return false;
         }
         let keep = self
@@ -211,7 +211,7 @@ impl LeaderEpochCache {
     /// `start_offset`, so the first entry never names an offset the log no longer has
     /// (Kafka's `truncateFromStart`; an entry starting exactly there stays as it is).
     /// Returns whether the cache changed.
-    pub fn truncate_from_start(&mut self, start_offset: i64) -> bool {
+    pub fn truncate_from_start(&mut self, start_offset: Offset) -> bool {
         let at_or_below = self
             .entries
             .partition_point(|e| e.start_offset <= start_offset);
@@ -230,7 +230,7 @@ impl LeaderEpochCache {
     pub fn encode(&self) -> String {
         let mut text = format!("{CHECKPOINT_VERSION}\n{}\n", self.entries.len());
         for e in &self.entries {
-            text.push_str(&format!("{} {}\n", e.epoch.0, e.start_offset));
+            text.push_str(&format!("{} {}\n", e.epoch.0, e.start_offset.0));
         }
         text
     }
@@ -276,7 +276,7 @@ fn parse(text: &str) -> Result<Vec<EpochEntry>, EpochCheckpointError> {
             .and_then(|(epoch, offset)| {
                 Some(EpochEntry {
                     epoch: LeaderEpoch(decimal(epoch)?),
-                    start_offset: decimal(offset)?,
+                    start_offset: Offset(decimal(offset)?),
                 })
             })
             .ok_or_else(|| EpochCheckpointError::Line {

@@ -7,7 +7,7 @@ use crate::util::rng::SeededRng;
 fn entry(epoch: i32, start_offset: i64) -> EpochEntry {
     EpochEntry {
         epoch: LeaderEpoch(epoch),
-        start_offset,
+        start_offset: Offset(start_offset),
     }
 }
 
@@ -19,12 +19,12 @@ fn entries(pairs: &[(i32, i64)]) -> Vec<EpochEntry> {
 fn cache_of(pairs: &[(i32, i64)]) -> LeaderEpochCache {
     let mut cache = LeaderEpochCache::new();
     for &(e, o) in pairs {
-        cache.assign(LeaderEpoch(e), o);
+        cache.assign(LeaderEpoch(e), Offset(o));
     }
     cache
 }
 
-const UNDEFINED: (i32, i64) = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+const UNDEFINED: (i32, i64) = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET.0);
 const THREE_EPOCHS: &[(i32, i64)] = &[(2, 6), (3, 8), (4, 11)];
 
 #[test]
@@ -111,7 +111,7 @@ fn assign_keeps_the_first_start_of_each_epoch_and_drops_conflicts() {
         let changed: Vec<bool> = case
             .assigns
             .iter()
-            .map(|&(e, o)| cache.assign(LeaderEpoch(e), o))
+            .map(|&(e, o)| cache.assign(LeaderEpoch(e), Offset(o)))
             .collect();
         assert_eq!(changed, case.changed, "{}: changed", case.name);
         assert_eq!(cache.entries(), entries(case.want), "{}", case.name);
@@ -196,8 +196,9 @@ fn end_offset_for_follows_kafka() {
     for case in cases {
         let cache = cache_of(case.assigns);
         for &(requested, leo, want) in case.queries {
+            let (epoch, end) = cache.end_offset_for(LeaderEpoch(requested), Offset(leo));
             assert_eq!(
-                cache.end_offset_for(LeaderEpoch(requested), leo),
+                (epoch, end.0),
                 want,
                 "{}: epoch {requested}, log end {leo}",
                 case.name
@@ -211,12 +212,15 @@ fn end_offset_for_before_and_after_the_second_epoch() {
     // Kafka's "leaders change many times": the answer for the latest epoch follows the log end.
     let mut cache = cache_of(&[(0, 0), (1, 0)]);
     assert_eq!(cache.latest_epoch(), Some(LeaderEpoch(1)));
-    assert_eq!(cache.end_offset_for(LeaderEpoch(1), 0), (1, 0));
-    assert_eq!(cache.end_offset_for(LeaderEpoch(1), 5), (1, 5));
+    let end_for = |cache: &LeaderEpochCache, epoch, leo| {
+        cache.end_offset_for(LeaderEpoch(epoch), Offset(leo))
+    };
+    assert_eq!(end_for(&cache, 1, 0), (1, Offset(0)));
+    assert_eq!(end_for(&cache, 1, 5), (1, Offset(5)));
     // Epoch 0 was dropped (it started where epoch 1 did): below the first epoch.
-    assert_eq!(cache.end_offset_for(LeaderEpoch(0), 5), (0, 0));
-    cache.assign(LeaderEpoch(2), 5);
-    assert_eq!(cache.end_offset_for(LeaderEpoch(1), 10), (1, 5));
+    assert_eq!(end_for(&cache, 0, 5), (0, Offset(0)));
+    cache.assign(LeaderEpoch(2), Offset(5));
+    assert_eq!(end_for(&cache, 1, 10), (1, Offset(5)));
 }
 
 #[test]
@@ -253,7 +257,7 @@ fn truncate_from_end_removes_entries_starting_at_or_after_the_end() {
         Case {
             name: "undefined offset",
             assigns: THREE_EPOCHS,
-            end: UNDEFINED_EPOCH_OFFSET,
+            end: UNDEFINED_EPOCH_OFFSET.0,
             changed: false,
             want: THREE_EPOCHS,
         },
@@ -275,7 +279,7 @@ fn truncate_from_end_removes_entries_starting_at_or_after_the_end() {
     for case in cases {
         let mut cache = cache_of(case.assigns);
         assert_eq!(
-            cache.truncate_from_end(case.end),
+            cache.truncate_from_end(Offset(case.end)),
             case.changed,
             "{}",
             case.name
@@ -346,7 +350,7 @@ fn truncate_from_start_keeps_the_entry_covering_the_new_start() {
         Case {
             name: "undefined offset",
             assigns: THREE_EPOCHS,
-            start: UNDEFINED_EPOCH_OFFSET,
+            start: UNDEFINED_EPOCH_OFFSET.0,
             changed: false,
             want: THREE_EPOCHS,
         },
@@ -361,7 +365,7 @@ fn truncate_from_start_keeps_the_entry_covering_the_new_start() {
     for case in cases {
         let mut cache = cache_of(case.assigns);
         assert_eq!(
-            cache.truncate_from_start(case.start),
+            cache.truncate_from_start(Offset(case.start)),
             case.changed,
             "{}",
             case.name
@@ -374,13 +378,13 @@ fn truncate_from_start_keeps_the_entry_covering_the_new_start() {
 fn previous_epoch_is_the_one_before_the_latest() {
     let mut cache = LeaderEpochCache::new();
     assert_eq!(cache.previous_epoch(), None);
-    cache.assign(LeaderEpoch(2), 10);
+    cache.assign(LeaderEpoch(2), Offset(10));
     assert_eq!(cache.previous_epoch(), None);
-    cache.assign(LeaderEpoch(4), 15);
+    cache.assign(LeaderEpoch(4), Offset(15));
     assert_eq!(cache.previous_epoch(), Some(LeaderEpoch(2)));
-    cache.assign(LeaderEpoch(10), 20);
+    cache.assign(LeaderEpoch(10), Offset(20));
     assert_eq!(cache.previous_epoch(), Some(LeaderEpoch(4)));
-    cache.truncate_from_end(18);
+    cache.truncate_from_end(Offset(18));
     assert_eq!(cache.previous_epoch(), Some(LeaderEpoch(2)));
 }
 
@@ -389,12 +393,12 @@ fn lookups_by_epoch_and_by_offset() {
     let empty = LeaderEpochCache::new();
     assert_eq!(empty.latest_epoch(), None);
     assert_eq!(empty.latest_entry(), None);
-    assert_eq!(empty.epoch_for_offset(0), None);
+    assert_eq!(empty.epoch_for_offset(Offset(0)), None);
 
     let cache = cache_of(&[(2, 100), (3, 500), (5, 1000)]);
-    assert_eq!(cache.epoch_start(LeaderEpoch(2)), Some(100));
-    assert_eq!(cache.epoch_start(LeaderEpoch(3)), Some(500));
-    assert_eq!(cache.epoch_start(LeaderEpoch(5)), Some(1000));
+    assert_eq!(cache.epoch_start(LeaderEpoch(2)), Some(Offset(100)));
+    assert_eq!(cache.epoch_start(LeaderEpoch(3)), Some(Offset(500)));
+    assert_eq!(cache.epoch_start(LeaderEpoch(5)), Some(Offset(1000)));
     assert_eq!(cache.epoch_start(LeaderEpoch(4)), None);
     assert_eq!(cache.latest_entry(), Some(entry(5, 1000)));
 
@@ -407,7 +411,7 @@ fn lookups_by_epoch_and_by_offset() {
         (5, None),
     ] {
         assert_eq!(
-            cache.epoch_for_offset(offset),
+            cache.epoch_for_offset(Offset(offset)),
             want.map(LeaderEpoch),
             "offset {offset}"
         );
@@ -521,10 +525,10 @@ fn checkpoint_files_round_trip() {
         assert_eq!(read_checkpoint(dir.path()).await.expect("read"), cache);
 
         for (e, o) in [(3, 8), (4, 11)] {
-            cache.assign(LeaderEpoch(e), o);
+            cache.assign(LeaderEpoch(e), Offset(o));
         }
-        assert!(cache.truncate_from_end(11));
-        assert!(cache.truncate_from_start(8));
+        assert!(cache.truncate_from_end(Offset(11)));
+        assert!(cache.truncate_from_start(Offset(8)));
         write_checkpoint(dir.path(), &cache)
             .await
             .expect("overwrite");
@@ -573,13 +577,13 @@ fn random_histories_stay_monotonic_and_round_trip() {
                     log_end
                 };
                 log_end += (rng.next_u64() % 10) as i64;
-                cache.assign(LeaderEpoch(e), o)
+                cache.assign(LeaderEpoch(e), Offset(o))
             } else if roll < 80 {
                 log_end = (rng.next_u64() % (log_end as u64 + 1)) as i64;
-                cache.truncate_from_end(log_end)
+                cache.truncate_from_end(Offset(log_end))
             } else {
                 let start = (rng.next_u64() % (log_end as u64 + 1)) as i64;
-                cache.truncate_from_start(start)
+                cache.truncate_from_start(Offset(start))
             };
             let context = format!("seed {seed} step {step}: {before:?} -> {cache:?}");
             assert!(

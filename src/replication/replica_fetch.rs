@@ -4,7 +4,7 @@
 //! `partition::replica_role` calls these around its I/O, and the cluster simulation
 //! (`cluster_sim`) calls the same ones, so the simulation checks the broker's rules.
 
-use crate::model::LeaderEpoch;
+use crate::model::{LeaderEpoch, Offset};
 use crate::replication::epoch_cache::LeaderEpochCache;
 
 /// A request's `current_leader_epoch` does not match the leader's (Kafka's fencing).
@@ -71,7 +71,8 @@ pub fn check_follower_fetch(
 ) -> Result<FetchDecision, EpochFenceError> {
     check_leader_epoch(current_leader_epoch, my_epoch.0)?;
     if last_fetched_epoch >= 0 {
-        let (epoch, end_offset) = epochs.end_offset_for(LeaderEpoch(last_fetched_epoch), leo);
+        let (epoch, Offset(end_offset)) =
+            epochs.end_offset_for(LeaderEpoch(last_fetched_epoch), Offset(leo));
         if epoch < 0 || end_offset < 0 {
             return Err(EpochFenceError::UnknownLastFetchedEpoch {
                 last_fetched: last_fetched_epoch,
@@ -111,7 +112,7 @@ pub fn follower_log_start(own_start: i64, leader_start: i64, follower_hw: i64) -
 /// and kept, it stays the follower's last fetched epoch, which the leader keeps calling
 /// diverging (Kafka's `UnifiedLog.truncateTo` cuts the cache for that reason too).
 pub fn truncation_target(epoch: i32, end_offset: i64, own: &LeaderEpochCache, leo: i64) -> i64 {
-    let (own_epoch, own_end) = own.end_offset_for(LeaderEpoch(epoch), leo);
+    let (own_epoch, Offset(own_end)) = own.end_offset_for(LeaderEpoch(epoch), Offset(leo));
     let target = if own_epoch < 0 {
         end_offset
     } else if own_epoch != epoch {

@@ -11,7 +11,7 @@ fn leader_epochs() -> LeaderEpochCache {
             .into_iter()
             .map(|(e, s)| EpochEntry {
                 epoch: LeaderEpoch(e),
-                start_offset: s,
+                start_offset: Offset(s),
             })
             .collect(),
     )
@@ -115,7 +115,7 @@ fn cache(entries: &[(i32, i64)]) -> LeaderEpochCache {
             .iter()
             .map(|&(e, s)| EpochEntry {
                 epoch: LeaderEpoch(e),
-                start_offset: s,
+                start_offset: Offset(s),
             })
             .collect(),
     )
@@ -165,7 +165,7 @@ fn converge(
             Ok(FetchDecision::Read) => return leo,
             Ok(FetchDecision::Diverging { epoch, end_offset }) => {
                 leo = truncation_target(epoch, end_offset, own, leo);
-                own.truncate_from_end(leo);
+                own.truncate_from_end(Offset(leo));
             }
             Err(e) => panic!("{e}"),
         }

@@ -14,12 +14,18 @@
 
 use std::collections::HashMap;
 
+use crate::model::Offset;
+
 /// The epoch of a full fetch that creates (or resets) a session.
 pub const INITIAL_EPOCH: i32 = 0;
 /// The epoch of a full fetch that closes the session and creates none.
 pub const FINAL_EPOCH: i32 = -1;
 /// No session.
 pub const NO_SESSION: i32 = 0;
+
+/// Kafka's "unknown offset": cached as what the client was told when it was told nothing
+/// yet, so that any real value compares as a change.
+const UNKNOWN_OFFSET: Offset = Offset(-1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SessionError {
@@ -52,19 +58,19 @@ pub struct SessionPartition {
 /// reads a partition it leaves out with these (a follower's epochs and log start included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
-    pub fetch_offset: i64,
+    pub fetch_offset: Offset,
     pub max_bytes: i32,
     pub current_leader_epoch: i32,
     pub last_fetched_epoch: i32,
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
 }
 
 /// What one partition's read returned, as far as deciding whether to answer it goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOutcome {
-    pub high_watermark: i64,
-    pub last_stable_offset: i64,
-    pub log_start_offset: i64,
+    pub high_watermark: Offset,
+    pub last_stable_offset: Offset,
+    pub log_start_offset: Offset,
     pub has_records: bool,
     pub error: bool,
 }
@@ -74,9 +80,9 @@ struct Cached {
     key: SessionPartition,
     position: Position,
     /// What the client was last told; -1 until then (or after an error: re-sent once it clears).
-    high_watermark: i64,
-    last_stable_offset: i64,
-    log_start_offset: i64,
+    high_watermark: Offset,
+    last_stable_offset: Offset,
+    log_start_offset: Offset,
 }
 
 #[derive(Debug)]
@@ -170,9 +176,9 @@ impl FetchSessions {
                 None => session.partitions.push(Cached {
                     key: key.clone(),
                     position: *position,
-                    high_watermark: -1,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
+                    high_watermark: UNKNOWN_OFFSET,
+                    last_stable_offset: UNKNOWN_OFFSET,
+                    log_start_offset: UNKNOWN_OFFSET,
                 }),
             }
         }
@@ -219,9 +225,9 @@ impl FetchSessions {
                 let mut c = Cached {
                     key,
                     position,
-                    high_watermark: -1,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
+                    high_watermark: UNKNOWN_OFFSET,
+                    last_stable_offset: UNKNOWN_OFFSET,
+                    log_start_offset: UNKNOWN_OFFSET,
                 };
                 remember(&mut c, &read);
                 c
@@ -295,7 +301,11 @@ impl FetchSessions {
 /// What the client now knows of a partition; an error forgets the high watermark so that the
 /// partition is answered again once the error is gone.
 fn remember(c: &mut Cached, read: &ReadOutcome) {
-    c.high_watermark = if read.error { -1 } else { read.high_watermark };
+    c.high_watermark = if read.error {
+        UNKNOWN_OFFSET
+    } else {
+        read.high_watermark
+    };
     c.last_stable_offset = read.last_stable_offset;
     c.log_start_offset = read.log_start_offset;
 }
@@ -323,19 +333,19 @@ mod tests {
 
     fn pos(offset: i64) -> Position {
         Position {
-            fetch_offset: offset,
+            fetch_offset: Offset(offset),
             max_bytes: 1000,
             current_leader_epoch: -1,
             last_fetched_epoch: -1,
-            log_start_offset: -1,
+            log_start_offset: UNKNOWN_OFFSET,
         }
     }
 
     fn read(hw: i64, has_records: bool) -> ReadOutcome {
         ReadOutcome {
-            high_watermark: hw,
-            last_stable_offset: hw,
-            log_start_offset: 0,
+            high_watermark: Offset(hw),
+            last_stable_offset: Offset(hw),
+            log_start_offset: Offset(0),
             has_records,
             error: false,
         }

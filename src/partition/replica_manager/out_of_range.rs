@@ -17,7 +17,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::log::LogError;
-use crate::model::BrokerId;
+use crate::model::{BrokerId, Offset};
 use crate::partition::replica_role::{FetchPosition, ReplicaRole};
 use crate::partition::Partition;
 use crate::replication::epoch_cache::LeaderEpochCache;
@@ -45,10 +45,10 @@ impl Partition {
             OutOfRangeAction::TruncateTo(end) => {
                 tracing::warn!(topic = %self.topic, partition = self.index, from = own_end, to = end, "the leader's log ends below ours: truncating to its end");
                 let end = self.log.truncate_to(end).await?;
-                if self.epochs.borrow_mut().truncate_from_end(end) {
+                if self.epochs.borrow_mut().truncate_from_end(Offset(end)) {
                     self.write_epochs().await?;
                 }
-                self.producers.truncate_to(end);
+                self.producers.truncate_to(Offset(end));
                 self.cap_follower_high_watermark(end);
             }
             OutOfRangeAction::StartOver(start) => {

@@ -502,7 +502,7 @@ impl Broker {
                     r.disk.truncate_to(target);
                     *hw = (*hw).min(target);
                 } else if ctx.bug != Bug::KeepEpochAtEnd {
-                    r.disk.epochs.truncate_from_end(leo);
+                    r.disk.epochs.truncate_from_end(Offset(leo));
                 }
                 return;
             }
@@ -514,7 +514,7 @@ impl Broker {
         };
         for b in batches {
             r.disk.log.append(b);
-            r.disk.epochs.assign(b.epoch, b.offset);
+            r.disk.epochs.assign(b.epoch, Offset(b.offset));
         }
         let leo = r.disk.log.leo();
         *hw = if ctx.bug == Bug::UncappedFollowerHw {
@@ -635,8 +635,12 @@ fn lead(me: BrokerId, r: &mut Replica, state: &PartitionState, now_ms: i64, ctx:
     }
     let leo = r.disk.log.leo();
     let previous_hw = r.high_watermark();
-    r.disk.epochs.assign(state.leader_epoch, leo);
-    let epoch_start = r.disk.epochs.epoch_start(state.leader_epoch).unwrap_or(leo);
+    r.disk.epochs.assign(state.leader_epoch, Offset(leo));
+    let epoch_start = r
+        .disk
+        .epochs
+        .epoch_start(state.leader_epoch)
+        .unwrap_or(Offset(leo));
     let config = LeaderConfig {
         min_insync_replicas: MIN_ISR,
         replica_lag_time_max_ms: LAG_MS,
@@ -647,7 +651,7 @@ fn lead(me: BrokerId, r: &mut Replica, state: &PartitionState, now_ms: i64, ctx:
         state.isr.clone(),
         state.leader_epoch,
         state.partition_epoch,
-        Offset(epoch_start),
+        epoch_start,
         Offset(leo),
         Offset(previous_hw.min(leo)),
         now_ms,

@@ -3,7 +3,7 @@
 //! written durably on every change, as `replica_role` does, so it survives any crash and is
 //! cut back to the log's end on restart, as `load_epochs` does).
 
-use crate::model::LeaderEpoch;
+use crate::model::{LeaderEpoch, Offset};
 use crate::replication::epoch_cache::LeaderEpochCache;
 
 /// One batch of one record, as the leader stamped it.
@@ -98,12 +98,12 @@ impl Disk {
         if power_loss {
             self.log.lose_unflushed();
         }
-        self.epochs.truncate_from_end(self.log.leo());
+        self.epochs.truncate_from_end(Offset(self.log.leo()));
     }
 
     /// A follower's truncation: the log, then the epochs past the new end.
     pub fn truncate_to(&mut self, end: i64) {
         self.log.truncate_to(end);
-        self.epochs.truncate_from_end(end);
+        self.epochs.truncate_from_end(Offset(end));
     }
 }

@@ -24,6 +24,7 @@ use bytes::Bytes;
 
 use super::{encode_sharing, storage_error_for_version, HandlerError, Request};
 use crate::metrics::registry::{self as metrics, Stage};
+use crate::model::Offset;
 use crate::partition::fetch_budget::FetchBudget;
 use crate::partition::ops::{FetchReader, PartitionOp, PartitionResult};
 use crate::protocol::legacy_downconvert::{
@@ -376,11 +377,11 @@ fn begin_session(req: &Request<'_>, request: &mut FetchRequest) -> Result<Plan, 
 /// A requested partition's position, as a session keeps it.
 fn position_of(p: &FetchPartition) -> Position {
     Position {
-        fetch_offset: p.fetch_offset,
+        fetch_offset: Offset(p.fetch_offset),
         max_bytes: p.partition_max_bytes,
         current_leader_epoch: p.current_leader_epoch,
         last_fetched_epoch: p.last_fetched_epoch,
-        log_start_offset: p.log_start_offset,
+        log_start_offset: Offset(p.log_start_offset),
     }
 }
 
@@ -413,11 +414,11 @@ fn session_topics(partitions: &[(SessionPartition, Position)]) -> Vec<FetchTopic
         }
         let mut p = FetchPartition::default();
         p.partition = key.partition;
-        p.fetch_offset = position.fetch_offset;
+        p.fetch_offset = position.fetch_offset.0;
         p.partition_max_bytes = position.max_bytes;
         p.current_leader_epoch = position.current_leader_epoch;
         p.last_fetched_epoch = position.last_fetched_epoch;
-        p.log_start_offset = position.log_start_offset;
+        p.log_start_offset = position.log_start_offset.0;
         if let Some(t) = topics.last_mut() {
             t.partitions.push(p);
         }
@@ -439,9 +440,9 @@ fn finish_session(
             let key = session_key(req, &asked.topic.0, asked.topic_id, p.partition);
             let position = position_of(p);
             let read = ReadOutcome {
-                high_watermark: d.high_watermark,
-                last_stable_offset: d.last_stable_offset,
-                log_start_offset: d.log_start_offset,
+                high_watermark: Offset(d.high_watermark),
+                last_stable_offset: Offset(d.last_stable_offset),
+                log_start_offset: Offset(d.log_start_offset),
                 has_records: d.records.as_ref().is_some_and(|r| !r.is_empty()),
                 error: d.error_code != 0,
             };

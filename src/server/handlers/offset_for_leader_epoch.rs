@@ -7,7 +7,7 @@
 //!
 //! v0/v1 are hand-coded (`protocol::legacy_epoch`); v2+ come from the crate.
 
-use crate::model::LeaderEpoch;
+use crate::model::{LeaderEpoch, Offset};
 use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::partition::summary::EpochView;
 use crate::partition::summary::PartitionSummary;
@@ -95,7 +95,9 @@ fn end_offset_for(
                 e if e < *epoch => return Err(ResponseError::FencedLeaderEpoch.code()),
                 _ => {}
             }
-            return Ok(cache.end_offset_for(LeaderEpoch(p.leader_epoch), summary.end_offset));
+            let (epoch, Offset(end_offset)) =
+                cache.end_offset_for(LeaderEpoch(p.leader_epoch), Offset(summary.end_offset));
+            return Ok((epoch, end_offset));
         }
     }
     match p.current_leader_epoch {
