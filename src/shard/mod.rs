@@ -182,6 +182,17 @@ impl Shard {
             .with_dynamic(&self.image().broker_config_layers(self.config.node_id))
     }
 
+    /// The fetch sessions of this shard's connections, borrowed: not across an await, every
+    /// Fetch on the shard needs them.
+    pub fn fetch_sessions(&self) -> std::cell::RefMut<'_, fetch_session::FetchSessions> {
+        self.fetch_sessions.borrow_mut()
+    }
+
+    /// Whether the broker is stopping ([`Shard::begin_stop`]).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.is_triggered()
+    }
+
     /// Opens, reconfigures and closes this shard's logs to match `meta` (see
     /// `PartitionManager::open_owned`), with the topic defaults `meta`'s dynamic broker
     /// configs give.
