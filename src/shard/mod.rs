@@ -55,7 +55,7 @@ pub enum ShardError {
 
 pub struct Shard {
     pub id: usize,
-    pub count: usize,
+    count: usize,
     pub config: BrokerConfig,
     /// The image this shard's logs were last placed by: the published one, or in cluster mode
     /// at start what this broker applied before it stopped (see [`Shard::placement`]).
@@ -79,7 +79,7 @@ pub struct Shard {
     /// requests its connections read, and produce data other shards forwarded to it.
     pub produce_memory: MemoryBudget,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
-    pub fetch_sessions: RefCell<fetch_session::FetchSessions>,
+    fetch_sessions: RefCell<fetch_session::FetchSessions>,
     /// The metadata image the shard's services read (both modes), published by shard 0: on
     /// a single node at every change it applied, in cluster mode from the metadata log.
     pub metadata_cache: Rc<MetadataCache>,
@@ -88,7 +88,7 @@ pub struct Shard {
     /// Cluster mode: this shard's replication (roles, fetchers, ISR changes).
     pub replicas: std::cell::OnceCell<Rc<crate::partition::replica_manager::ReplicaManager>>,
     /// Triggered when the broker stops: long polls answer with what they have.
-    pub stopping: crate::util::shutdown::ShutdownSignal,
+    stopping: crate::util::shutdown::ShutdownSignal,
 }
 
 impl Shard {
@@ -180,6 +180,17 @@ impl Shard {
     pub fn effective_config(&self) -> BrokerConfig {
         self.config
             .with_dynamic(&self.image().broker_config_layers(self.config.node_id))
+    }
+
+    /// The fetch sessions of this shard's connections, borrowed: not across an await, every
+    /// Fetch on the shard needs them.
+    pub fn fetch_sessions(&self) -> std::cell::RefMut<'_, fetch_session::FetchSessions> {
+        self.fetch_sessions.borrow_mut()
+    }
+
+    /// Whether the broker is stopping ([`Shard::begin_stop`]).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.is_triggered()
     }
 
     /// Opens, reconfigures and closes this shard's logs to match `meta` (see

@@ -58,7 +58,7 @@ async fn alter(
     let name = resource.resource_name.as_str();
     let broker = resource.resource_type == RESOURCE_BROKER;
     if broker {
-        check_broker_resource(&req.shard.config, name)?;
+        check_broker_resource(req.config(), name)?;
     } else {
         existing_topic_configs(req, resource.resource_type, name)?;
     }
@@ -114,7 +114,6 @@ pub(super) fn existing_topic_configs(
 ) -> Result<BTreeMap<String, String>, Failure> {
     match resource_type {
         RESOURCE_TOPIC => req
-            .shard
             .image()
             .topic_by_name(name)
             .map(|t| t.configs.clone())
@@ -143,7 +142,7 @@ pub(super) fn validate_topic_configs(
     req: &Request<'_>,
     configs: &BTreeMap<String, String>,
 ) -> Result<(), Failure> {
-    topic_log_config(&req.shard.effective_config().log_defaults, configs)
+    topic_log_config(&req.effective_config().log_defaults, configs)
         .map(|_| ())
         .map_err(|e| (ResponseError::InvalidConfig.code(), e.to_string()))
 }
@@ -157,14 +156,13 @@ pub(super) async fn apply_topic_configs(
 ) -> Result<(), Failure> {
     validate_topic_configs(req, &configs)?;
     let summary = format!("{configs:?}");
-    req.shard
-        .admin(AdminOp::SetTopicConfigs {
-            name: name.to_string(),
-            configs,
-            validate_only,
-        })
-        .await
-        .map_err(|e| (e.code, e.message))?;
+    req.admin(AdminOp::SetTopicConfigs {
+        name: name.to_string(),
+        configs,
+        validate_only,
+    })
+    .await
+    .map_err(|e| (e.code, e.message))?;
     if !validate_only {
         tracing::info!(topic = %name, configs = %summary, "altered topic configs");
     }

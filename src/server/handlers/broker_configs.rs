@@ -33,9 +33,8 @@ pub(super) fn existing_broker_configs(
     req: &Request<'_>,
     name: &str,
 ) -> Result<BTreeMap<String, String>, Failure> {
-    check_broker_resource(&req.shard.config, name)?;
+    check_broker_resource(req.config(), name)?;
     Ok(req
-        .shard
         .image()
         .broker_configs()
         .get(name)
@@ -50,16 +49,15 @@ pub(super) async fn apply_broker_configs(
     configs: BTreeMap<String, String>,
     validate_only: bool,
 ) -> Result<(), Failure> {
-    check_broker_resource(&req.shard.config, name)?;
+    check_broker_resource(req.config(), name)?;
     let summary = format!("{configs:?}");
-    req.shard
-        .admin(AdminOp::SetBrokerConfigs {
-            resource: name.to_string(),
-            configs,
-            validate_only,
-        })
-        .await
-        .map_err(|e| (e.code, e.message))?;
+    req.admin(AdminOp::SetBrokerConfigs {
+        resource: name.to_string(),
+        configs,
+        validate_only,
+    })
+    .await
+    .map_err(|e| (e.code, e.message))?;
     if !validate_only {
         tracing::info!(resource = %name, configs = %summary, "altered dynamic broker configs");
     }

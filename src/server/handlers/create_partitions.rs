@@ -55,9 +55,8 @@ async fn grow(
     name: &str,
     validate_only: bool,
 ) -> Result<(), (i16, String)> {
-    let shard = req.shard;
     let total = topic.count;
-    let current = match shard.image().topic_by_name(name) {
+    let current = match req.image().topic_by_name(name) {
         Some(t) => t.partitions.len() as i32,
         None => {
             return Err((
@@ -80,7 +79,7 @@ async fn grow(
             "{total} partitions is more than the limit of {MAX_PARTITIONS} per topic"
         ));
     }
-    let clustered = shard.config.is_cluster_mode();
+    let clustered = req.config().is_cluster_mode();
     // In cluster mode the controller checks the assignment against the registered brokers.
     let assignment = topic.assignments.as_ref().filter(|_| clustered).map(|a| {
         a.iter()
@@ -100,12 +99,12 @@ async fn grow(
         }
         for a in assignments {
             let brokers: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
-            if let Err(m) = check_replicas(&brokers, shard.config.node_id, Some(1)) {
+            if let Err(m) = check_replicas(&brokers, req.config().node_id, Some(1)) {
                 return bad(m);
             }
         }
     }
-    let meta = shard
+    let meta = req
         .admin(AdminOp::CreatePartitions {
             name: name.to_string(),
             total,
@@ -118,7 +117,7 @@ async fn grow(
         return Ok(());
     }
     let offline = match meta.topic_by_name(name) {
-        Some(t) => shard.partitions.offline_partitions_of(t, current),
+        Some(t) => req.partitions().offline_partitions_of(t, current),
         None => Vec::new(),
     };
     if let Some(message) = could_not_open_message(name, &offline) {

@@ -26,25 +26,24 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     } else {
         req.decode()?
     };
-    let shard = req.shard;
     let mut results = Vec::with_capacity(request.topics.len().min(1024));
     for topic in &request.topics {
         let name = topic.name.0.to_string();
         let mut result = CreatableTopicResult::default();
         result.name = topic.name.clone();
-        let clustered = shard.config.is_cluster_mode();
+        let clustered = req.config().is_cluster_mode();
         // In cluster mode the controller checks counts and assignments against the live
         // brokers; a single node checks them here.
         let assigned = if clustered {
             None
         } else {
-            manual_partition_count(topic, shard.config.node_id)
+            manual_partition_count(topic, req.config().node_id)
         };
         let manual = clustered && !topic.assignments.is_empty();
         let partitions = match &assigned {
             Some(Ok(n)) => *n,
             _ if manual => topic.assignments.len() as i32,
-            _ if topic.num_partitions == -1 => shard.config.num_partitions,
+            _ if topic.num_partitions == -1 => req.config().num_partitions,
             _ => topic.num_partitions,
         };
         if req.version() >= 5 {
@@ -80,17 +79,16 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
                     .collect()
             });
-            shard
-                .admin(AdminOp::CreateTopic {
-                    name: name.clone(),
-                    partitions,
-                    replication_factor: i32::from(topic.replication_factor),
-                    assignment,
-                    configs,
-                    validate_only: request.validate_only,
-                })
-                .await
-                .map_err(|e| (e.code, e.message))
+            req.admin(AdminOp::CreateTopic {
+                name: name.clone(),
+                partitions,
+                replication_factor: i32::from(topic.replication_factor),
+                assignment,
+                configs,
+                validate_only: request.validate_only,
+            })
+            .await
+            .map_err(|e| (e.code, e.message))
         };
         match outcome {
             Ok(meta) => {
@@ -98,7 +96,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     result.topic_id = t.id;
                 }
                 if let Some(rf) = clustered
-                    .then(|| replication_factor_of(shard, &name))
+                    .then(|| replication_factor_of(req, &name))
                     .flatten()
                 {
                     if req.version() >= 5 {
@@ -106,7 +104,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                     }
                 }
                 let offline = match meta.topic_by_name(&name).filter(|_| !request.validate_only) {
-                    Some(t) => shard.partitions.offline_partitions_of(t, 0),
+                    Some(t) => req.partitions().offline_partitions_of(t, 0),
                     None => Vec::new(),
                 };
                 if let Some(message) = could_not_open_message(&name, &offline) {
@@ -137,8 +135,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
 }
 
 /// Cluster mode: the replication factor the controller gave `topic` (its first partition's).
-fn replication_factor_of(shard: &crate::shard::Shard, topic: &str) -> Option<i16> {
-    let image = shard.image();
+fn replication_factor_of(req: &Request<'_>, topic: &str) -> Option<i16> {
+    let image = req.image();
     let first = image.partition_by_name(topic, 0)?;
     i16::try_from(first.replicas.len()).ok()
 }

@@ -17,7 +17,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         .iter()
         .map(|g| g.0.to_string())
         .collect();
-    let results = req.shard.delete_groups(ids).await;
+    let results = req.groups().delete(ids).await;
     let mut response = DeleteGroupsResponse::default();
     response.results = results
         .into_iter()

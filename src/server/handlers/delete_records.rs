@@ -27,7 +27,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             });
         }
     }
-    let mut results = req.shard.run_partition_ops(ops).await.into_iter();
+    let mut results = req.partitions().run(ops).await.into_iter();
     let mut response = DeleteRecordsResponse::default();
     for topic in &request.topics {
         let mut t = DeleteRecordsTopicResult::default();

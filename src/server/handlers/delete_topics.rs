@@ -60,7 +60,6 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         }
     }
 
-    let shard = req.shard;
     let mut response = DeleteTopicsResponse::default();
     for t in &targets {
         let mut result = DeletableTopicResult::default();
@@ -71,8 +70,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 if version >= 6 {
                     result.topic_id = id;
                 }
-                shard
-                    .admin(AdminOp::DeleteTopic { name: name.clone() })
+                req.admin(AdminOp::DeleteTopic { name: name.clone() })
                     .await
                     .map(|_| tracing::info!(topic = %name, "deleted topic"))
                     .map_err(|e| (e.code, e.message))
@@ -113,7 +111,7 @@ fn resolve(
     dup_names: &HashSet<String>,
     dup_ids: &HashSet<Uuid>,
 ) -> Result<(String, Uuid), (i16, String)> {
-    let meta = req.shard.image();
+    let meta = req.image();
     let invalid = |m: String| (ResponseError::InvalidRequest.code(), m);
     match (&t.name, t.id.is_nil()) {
         (Some(_), false) => Err(invalid(

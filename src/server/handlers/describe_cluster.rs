@@ -17,8 +17,7 @@ const ENDPOINT_CONTROLLERS: i8 = 2;
 
 pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: DescribeClusterRequest = req.decode()?;
-    let shard = req.shard;
-    let config = &shard.config;
+    let config = req.config();
     let mut response = DescribeClusterResponse::default();
     // Only v1+ has the field; v0 always means brokers (and the default is 1).
     let endpoint_type = if req.version() >= 1 {
@@ -30,7 +29,7 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         ENDPOINT_BROKERS => {
             // The live brokers of the image, as in Metadata (this one alone until the
             // image lists any).
-            let image = shard.image();
+            let image = req.image();
             response.brokers = super::client_brokers(config, &image)
                 .into_iter()
                 .map(|b| {

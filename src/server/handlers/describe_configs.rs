@@ -128,16 +128,16 @@ fn describe_topic(
     if let Err(e) = validate_topic_name(name) {
         return Err((ResponseError::InvalidTopicException.code(), e.to_string()));
     }
-    let meta = req.shard.image();
+    let meta = req.image();
     let Some(topic) = meta.topic_by_name(name) else {
         return Err((
             ResponseError::UnknownTopicOrPartition.code(),
             format!("topic '{name}' does not exist"),
         ));
     };
-    let layers = meta.broker_config_layers(req.shard.config.node_id);
-    let configured_defaults = &req.shard.config.log_defaults;
-    let broker_defaults = req.shard.config.with_dynamic(&layers).log_defaults;
+    let layers = meta.broker_config_layers(req.config().node_id);
+    let configured_defaults = &req.config().log_defaults;
+    let broker_defaults = req.config().with_dynamic(&layers).log_defaults;
     let builtin = LogConfig::default();
     let effective = topic_log_config(&broker_defaults, &topic.configs).map_err(|e| {
         (
@@ -222,9 +222,9 @@ fn describe_broker(
     request: &DescribeConfigsRequest,
     resource: &DescribeConfigsResource,
 ) -> Result<Vec<DescribeConfigsResourceResult>, (i16, String)> {
-    let config = &req.shard.config;
+    let config = req.config();
     check_broker_resource(config, resource.resource_name.as_str())?;
-    let meta = req.shard.image();
+    let meta = req.image();
     let layers = meta.broker_config_layers(config.node_id);
     let effective = config.with_dynamic(&layers);
     let builtin = BrokerConfig::default();

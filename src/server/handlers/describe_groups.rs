@@ -19,7 +19,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let version = req.version();
     // Empty group ids are allowed (Kafka describes them like any other).
     let ids = request.groups.iter().map(|g| g.0.to_string()).collect();
-    let descriptions = req.shard.describe_groups(ids).await;
+    let descriptions = req.groups().describe(ids).await;
     let mut response = DescribeGroupsResponse::default();
     response.groups = descriptions
         .into_iter()

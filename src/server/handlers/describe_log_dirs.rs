@@ -17,7 +17,7 @@ use super::{str_bytes, topic_name, HandlerError, Request};
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let wire_version = req.version().max(1);
     let request: DescribeLogDirsRequest = req.decode_as(wire_version)?;
-    let meta = req.shard.image();
+    let meta = req.image();
     let wanted: Vec<(String, Vec<i32>)> = match &request.topics {
         Some(topics) => topics
             .iter()
@@ -38,9 +38,9 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             })
         })
         .collect();
-    let mut results = req.shard.run_partition_ops(ops).await.into_iter();
+    let mut results = req.partitions().run(ops).await.into_iter();
     let mut dir = DescribeLogDirsResult::default();
-    dir.log_dir = str_bytes(log_dir_name(&req.shard.config.data_dir));
+    dir.log_dir = str_bytes(log_dir_name(&req.config().data_dir));
     for (topic, partitions) in &wanted {
         let mut t = DescribeLogDirsTopic::default();
         t.name = topic_name(topic);
@@ -57,7 +57,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         }
     }
     // v4+: the filesystem's space (Kafka answers -1 when it cannot tell).
-    match crate::health::disk_space::usage(&req.shard.config.data_dir) {
+    match crate::health::disk_space::usage(&req.config().data_dir) {
         Ok(usage) => {
             dir.total_bytes = i64::try_from(usage.total_bytes).unwrap_or(i64::MAX);
             dir.usable_bytes = i64::try_from(usage.free_bytes).unwrap_or(i64::MAX);

@@ -54,7 +54,6 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
         req.decode()?
     };
     let mut request = request;
-    let shard = req.shard;
     let replica = replica_of(&request, req.version());
     let plan = match begin_session(req, &mut request) {
         Ok(plan) => plan,
@@ -65,7 +64,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
             return Ok(vec![req.encode(&response)?]);
         }
     };
-    let meta = shard.image();
+    let meta = req.image();
     let names: Vec<String> = request
         .topics
         .iter()
@@ -81,7 +80,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
         .collect();
     let deadline =
         Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
-    let max_bytes = response_max_bytes(request.max_bytes, shard.config.fetch_max_bytes);
+    let max_bytes = response_max_bytes(request.max_bytes, req.config().fetch_max_bytes);
     // More than the budget can never come (except an oversized first batch).
     let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes).max(1);
     // After the deadline, one last look (data may have come just then), then answer.
@@ -89,7 +88,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
     let mut results: Vec<PartitionResult> = Vec::new();
     loop {
         let ops = fetch_ops(&request, &names, &results, replica);
-        let fresh = shard.run_fetch_ops(ops, max_bytes).await;
+        let fresh = req.partitions().run_fetch(ops, max_bytes).await;
         results = if results.is_empty() {
             fresh
         } else {
@@ -126,12 +125,13 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
                 _ => None,
             })
             .collect();
-        let arrived = shard
+        let arrived = req
+            .partitions()
             .wait_for_data(waits, deadline - now, replica.is_some())
             .await;
         metrics::record_stage(Stage::FetchWait, now.elapsed());
         // A stopping broker answers with what it has (one last look, as at the deadline).
-        last_look = (!arrived && Instant::now() >= deadline) || shard.stopping.is_triggered();
+        last_look = (!arrived && Instant::now() >= deadline) || req.is_stopping();
     }
 }
 
@@ -286,7 +286,7 @@ fn build_response(
                     d.error_code = storage_error_for_version(e.code, req.version(), 6);
                     let at = (req.version(), CURRENT_LEADER_VERSION);
                     if let Some(hint) =
-                        super::produce::hint_for(req.shard, at, name, p.partition, e.code)
+                        super::produce::hint_for(&req.partitions(), at, name, p.partition, e.code)
                     {
                         d.current_leader.leader_id = BrokerId(hint.leader_id);
                         d.current_leader.leader_epoch = hint.leader_epoch;
@@ -311,7 +311,7 @@ fn build_response(
     finish_session(req, request, &mut response, plan);
     if req.version() <= LAST_LEGACY_VERSION {
         let magic = magic_for_fetch_version(req.version());
-        let max_decompressed = req.shard.config.fetch_max_bytes.saturating_mul(4);
+        let max_decompressed = req.config().fetch_max_bytes.saturating_mul(4);
         for (t, asked) in response.responses.iter_mut().zip(&request.topics) {
             for (p, asked) in t.partitions.iter_mut().zip(&asked.partitions) {
                 downconvert_partition(p, magic, asked.fetch_offset, max_decompressed);
@@ -358,9 +358,7 @@ fn begin_session(req: &Request<'_>, request: &mut FetchRequest) -> Result<Plan, 
         })
         .collect();
     let plan = req
-        .shard
-        .fetch_sessions
-        .borrow_mut()
+        .fetch_sessions()
         .begin(
             request.session_id,
             request.session_epoch,
@@ -449,7 +447,7 @@ fn finish_session(
             reads.push((key, position, read));
         }
     }
-    let mut sessions = req.shard.fetch_sessions.borrow_mut();
+    let mut sessions = req.fetch_sessions();
     match plan {
         Plan::Sessionless => response.session_id = NO_SESSION,
         Plan::Full if request.session_epoch != FINAL_EPOCH => {

@@ -28,10 +28,11 @@ type Refusal = (i16, String);
 
 pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: FindCoordinatorRequest = req.decode()?;
-    let config = &req.shard.config;
+    let config = req.config();
     // One broker coordinates every group, once `__consumer_offsets` exists (it is created at
     // startup; until then Kafka's answer is COORDINATOR_NOT_AVAILABLE, which clients retry).
-    let offsets_ready = req.shard.group_coordinator_shard("").is_some();
+    let groups = req.groups();
+    let offsets_ready = groups.offsets_topic_ready();
     let this_broker = CoordinatorBroker {
         id: config.node_id,
         host: config.advertised_host.clone(),
@@ -40,7 +41,7 @@ pub fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     // Cluster mode: the leader of the group's offsets partition, wherever it is.
     let outcome_for = |key: &str| -> Result<CoordinatorBroker, Refusal> {
         coordinator_for(request.key_type)?;
-        match req.shard.cluster_coordinator(key) {
+        match groups.cluster_coordinator(key) {
             Some(Ok(b)) => Ok(b),
             Some(Err(code)) => Err((
                 code,

@@ -21,10 +21,15 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             member_id: request.member_id.to_string(),
             group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
         };
-        coordinator_call(req.shard, &group_id, Call::Heartbeat(call), |r| match r {
-            Reply::Heartbeat(code) => Some(code),
-            _ => None,
-        })
+        coordinator_call(
+            &req.groups(),
+            &group_id,
+            Call::Heartbeat(call),
+            |r| match r {
+                Reply::Heartbeat(code) => Some(code),
+                _ => None,
+            },
+        )
         .await
         .unwrap_or_else(|code| code)
     };

@@ -108,7 +108,7 @@ struct Known {
 }
 
 fn known(req: &Request<'_>, broker: bool, key: &str) -> Result<Known, Failure> {
-    let effective = req.shard.effective_config();
+    let effective = req.effective_config();
     let found = if broker {
         broker_property(key).map(|p| Known {
             is_list: p.kind.config_type() == TYPE_LIST,

@@ -29,7 +29,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         response.error_code = ResponseError::InvalidRequest.code();
         return req.encode(&response);
     }
-    match req.shard.allocate_producer_id().await {
+    match req.producer_ids().allocate().await {
         Ok(id) => {
             response.producer_id = ProducerId(id);
             response.producer_epoch = 0;

@@ -44,7 +44,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             require_known_member_id: version >= 4,
             reason: request.reason.as_ref().map(|s| s.to_string()),
         };
-        coordinator_call(req.shard, &group_id, Call::Join(call), |r| match r {
+        coordinator_call(&req.groups(), &group_id, Call::Join(call), |r| match r {
             Reply::Join(j) => Some(j),
             _ => None,
         })

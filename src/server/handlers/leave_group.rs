@@ -42,7 +42,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             group_id: group_id.clone(),
             members,
         };
-        coordinator_call(req.shard, &group_id, Call::Leave(call), |r| match r {
+        coordinator_call(&req.groups(), &group_id, Call::Leave(call), |r| match r {
             Reply::Leave(l) => Some(l),
             _ => None,
         })

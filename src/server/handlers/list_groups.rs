@@ -32,7 +32,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     if !classic_wanted {
         return req.encode(&response);
     }
-    let reply = req.shard.list_groups(states_filter).await;
+    let reply = req.groups().list(states_filter).await;
     response.error_code = reply.error;
     response.groups = reply
         .groups

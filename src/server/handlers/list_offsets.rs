@@ -29,7 +29,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     }
     let request: ListOffsetsRequest = req.decode()?;
     let ops = ops(&request, &[]);
-    let mut results = req.shard.run_partition_ops(ops).await.into_iter();
+    let mut results = req.partitions().run(ops).await.into_iter();
     let mut response = ListOffsetsResponse::default();
     for topic in &request.topics {
         let mut t = ListOffsetsTopicResponse::default();
@@ -42,7 +42,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             // leader would report that epoch's end and the client would see a truncation
             // that did not happen. Other answers carry their batch's epoch, as Kafka's do.
             let current_epoch = || {
-                req.shard
+                req.partitions()
                     .leader_hint(&topic.name.0, p.partition_index)
                     .map_or(0, |h| h.leader_epoch)
             };
@@ -96,7 +96,7 @@ async fn handle_v0(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         max_num_offsets,
     } = req.decode_with(decode_list_offsets_v0)?;
     let ops = ops(&request, &max_num_offsets);
-    let mut results = req.shard.run_partition_ops(ops).await.into_iter();
+    let mut results = req.partitions().run(ops).await.into_iter();
     let mut topics = Vec::new();
     for topic in &request.topics {
         let mut partitions = Vec::new();

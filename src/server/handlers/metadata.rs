@@ -21,8 +21,7 @@ use crate::shard::messages::AdminOp;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: MetadataRequest = req.decode()?;
-    let shard = req.shard;
-    let config = &shard.config;
+    let config = req.config();
     // v0: an empty list means all topics; v1+: null means all, empty means none.
     let wanted: Option<Vec<String>> = match &request.topics {
         None => None,
@@ -31,7 +30,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             t.iter()
                 .map(|t| match &t.name {
                     Some(n) => n.0.to_string(),
-                    None => shard
+                    None => req
                         .image()
                         .topic(t.topic_id)
                         .map(|m| m.name.clone())
@@ -45,13 +44,13 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let mut creation_errors: BTreeMap<String, i16> = BTreeMap::new();
     if let Some(names) = &wanted {
         for name in names {
-            if shard.image().topic_by_name(name).is_some() {
+            if req.image().topic_by_name(name).is_some() {
                 continue;
             }
             if !auto_create || validate_topic_name(name).is_err() {
                 continue;
             }
-            let created = shard
+            let created = req
                 .admin(AdminOp::CreateTopic {
                     name: name.clone(),
                     replication_factor: -1,
@@ -70,7 +69,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             }
         }
     }
-    let image = shard.image();
+    let image = req.image();
     let me = crate::model::BrokerId(config.node_id);
     let version = req.version();
     let entry = |t: &TopicState| {
@@ -78,8 +77,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         for p in &mut topic.partitions {
             let leads_here = p.leader_id.0 == me.0;
             if leads_here
-                && shard
-                    .partitions
+                && req
+                    .partitions()
                     .offline_notice(&t.name, t.id, p.partition_index)
                     .is_some()
             {

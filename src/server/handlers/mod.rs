@@ -5,6 +5,7 @@ pub mod alter_configs;
 pub mod api_versions;
 mod broker_configs;
 mod config_resource;
+mod context;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -32,12 +33,11 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
 use crate::protocol::messages::ApiKey;
-use crate::protocol::{Decodable, Encodable};
+use crate::protocol::Encodable;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::buf::ByteBufMut;
 
@@ -49,6 +49,8 @@ use crate::protocol::sharing_buf::SharingBuf;
 use crate::protocol::ResponseError;
 use crate::shard::Shard;
 use crate::util::local_oneshot;
+
+pub use context::{Groups, Partitions, ProducerIds, Request};
 
 /// An API the broker serves and the versions it accepts.
 #[derive(Debug, Clone, Copy)]
@@ -240,102 +242,6 @@ pub enum HandlerError {
     },
 }
 
-/// Context a handler gets: the shard it runs on and the parsed request.
-pub struct Request<'a> {
-    pub shard: &'a Rc<Shard>,
-    pub frame: &'a RequestFrame,
-    pub api: ApiKey,
-    /// The client's address as `ip:port` ("unknown" when the socket could not tell).
-    pub peer: &'a str,
-    /// Told whether the body decoded, so the connection reads the next request only then
-    /// (a request behind a malformed one must not run: the connection is about to close).
-    decoded: RefCell<Option<local_oneshot::Sender<bool>>>,
-    /// When the handler started (the start of the `decode` stage).
-    started: Instant,
-}
-
-impl Request<'_> {
-    pub fn version(&self) -> i16 {
-        self.frame.api_version
-    }
-
-    /// Decodes the body with the kafka-protocol crate.
-    pub fn decode<T: Decodable>(&self) -> Result<T, HandlerError> {
-        let mut body = self.frame.body.clone();
-        let decoded = T::decode(&mut body, self.version()).map_err(|e| HandlerError::Decode {
-            api: self.api,
-            version: self.version(),
-            reason: e.to_string(),
-        });
-        self.signal_decoded(decoded.is_ok());
-        decoded
-    }
-
-    /// Decodes the body as `version` of the same API: for old versions whose wire format is
-    /// that of a later one the crate still knows (OffsetFetch v0 is v1, say).
-    pub fn decode_as<T: Decodable>(&self, version: i16) -> Result<T, HandlerError> {
-        let mut body = self.frame.body.clone();
-        let decoded = T::decode(&mut body, version).map_err(|e| HandlerError::Decode {
-            api: self.api,
-            version: self.version(),
-            reason: e.to_string(),
-        });
-        self.signal_decoded(decoded.is_ok());
-        decoded
-    }
-
-    /// Decodes the body with a hand-written codec of an old version (see `protocol::wire`).
-    pub fn decode_with<T>(
-        &self,
-        codec: impl FnOnce(Bytes) -> Result<T, crate::protocol::wire::WireError>,
-    ) -> Result<T, HandlerError> {
-        let decoded = codec(self.frame.body.clone()).map_err(|e| HandlerError::Decode {
-            api: self.api,
-            version: self.version(),
-            reason: e.to_string(),
-        });
-        self.signal_decoded(decoded.is_ok());
-        decoded
-    }
-
-    /// Reports whether the request body could be decoded (handlers that decode by hand call
-    /// this themselves).
-    pub fn signal_decoded(&self, ok: bool) {
-        if let Some(tx) = self.decoded.borrow_mut().take() {
-            metrics::record_stage(Stage::Decode, self.started.elapsed());
-            tx.send(ok);
-        }
-    }
-
-    /// The client id of the request header ("" when the client sent none).
-    pub fn client_id(&self) -> &str {
-        self.frame.client_id.as_deref().unwrap_or("")
-    }
-
-    /// The client's host as Kafka reports it for group members: the IP address after a `/`.
-    pub fn client_host(&self) -> String {
-        match self.peer.parse::<std::net::SocketAddr>() {
-            Ok(addr) => format!("/{}", addr.ip()),
-            Err(_) => self.peer.to_string(),
-        }
-    }
-
-    /// Encodes a response body.
-    pub fn encode<T: Encodable>(&self, response: &T) -> Result<Bytes, HandlerError> {
-        encode(self.api, self.version(), response)
-    }
-
-    /// Encodes a response body as `version`, for old versions whose response is that of a
-    /// later one.
-    pub fn encode_as<T: Encodable>(
-        &self,
-        version: i16,
-        response: &T,
-    ) -> Result<Bytes, HandlerError> {
-        encode(self.api, version, response)
-    }
-}
-
 /// Encodes a response body whose large byte fields lie in `shareable` (record batches) as
 /// parts that share them instead of copying (see [`SharingBuf`]).
 pub fn encode_sharing<T: Encodable>(
@@ -417,14 +323,7 @@ pub async fn dispatch(
             max: spec.max_version,
         });
     }
-    let req = Request {
-        shard,
-        frame,
-        api,
-        peer,
-        decoded: RefCell::new(Some(decoded)),
-        started: Instant::now(),
-    };
+    let req = Request::new(shard, frame, api, peer, decoded);
     let header_version = if legacy_produce {
         0
     } else {
@@ -486,13 +385,13 @@ pub fn group_id(name: &str) -> crate::protocol::messages::GroupId {
 /// `pick`. `Err` is an error code for the whole request; a reply of another kind is a
 /// coordinator bug, answered with UNKNOWN_SERVER_ERROR.
 pub async fn coordinator_call<T>(
-    shard: &Rc<Shard>,
+    groups: &Groups,
     group_id: &str,
     call: Call,
     pick: impl FnOnce(Reply) -> Option<T>,
 ) -> Result<T, i16> {
     let kind = call_kind(&call);
-    let reply = shard.group_call(group_id, call).await?;
+    let reply = groups.call(group_id, call).await?;
     pick(reply).ok_or_else(|| {
         tracing::error!(
             group_id,

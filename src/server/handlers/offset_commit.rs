@@ -40,7 +40,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let group_id = request.group_id.0.to_string();
 
     // Kafka answers partitions that do not exist itself; the others go to the coordinator.
-    let meta = req.shard.image();
+    let meta = req.image();
     let mut offsets = Vec::new();
     // Whether each requested partition exists, in request order.
     let mut known = Vec::new();
@@ -76,7 +76,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             offsets,
         };
         coordinator_call(
-            req.shard,
+            &req.groups(),
             &group_id,
             Call::OffsetCommit(call),
             |r| match r {

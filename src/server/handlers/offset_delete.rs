@@ -25,7 +25,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
 
     // Kafka answers partitions that do not exist itself; the others go to the coordinator
     // (called even with none, so a missing group is still reported).
-    let meta = req.shard.image();
+    let meta = req.image();
     let mut partitions = Vec::new();
     // Whether each requested partition exists, in request order.
     let mut known = Vec::new();
@@ -47,7 +47,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         partitions,
     };
     let reply = coordinator_call(
-        req.shard,
+        &req.groups(),
         &group_id,
         Call::OffsetDelete(call),
         |r| match r {

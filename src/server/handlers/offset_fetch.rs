@@ -8,7 +8,6 @@
 //! not check for classic groups: neither do we.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use crate::group::api::{Call, FetchedOffset, OffsetFetchCall, OffsetFetchReply, Reply};
 use crate::protocol::messages::offset_fetch_request::OffsetFetchRequest;
@@ -18,10 +17,9 @@ use crate::protocol::messages::offset_fetch_response::{
 };
 use crate::protocol::messages::TopicName;
 use crate::runtime;
-use crate::shard::Shard;
 use bytes::Bytes;
 
-use super::{coordinator_call, group_id, str_bytes, topic_name, HandlerError, Request};
+use super::{coordinator_call, group_id, str_bytes, topic_name, Groups, HandlerError, Request};
 
 /// The first version asking for several groups.
 const GROUPS_VERSION: i16 = 8;
@@ -60,7 +58,7 @@ async fn handle_single_group(
             })
             .collect()
     });
-    let reply = fetch(req.shard, group, partitions.clone()).await;
+    let reply = fetch(&req.groups(), group, partitions.clone()).await;
     let mut response = OffsetFetchResponse::default();
     if reply.error == 0 {
         response.topics = single_group_topics(reply.partitions, version);
@@ -105,9 +103,9 @@ async fn handle_groups(
                     })
                     .collect()
             });
-            let shard = Rc::clone(req.shard);
+            let groups = req.groups();
             runtime::spawn(async move {
-                let reply = fetch(&shard, group.clone(), partitions).await;
+                let reply = fetch(&groups, group.clone(), partitions).await;
                 (group, reply)
             })
         })
@@ -129,7 +127,7 @@ async fn handle_groups(
 
 /// The coordinator's answer for one group, a request-wide error folded into the group error.
 async fn fetch(
-    shard: &Rc<Shard>,
+    groups: &Groups,
     group: String,
     partitions: Option<Vec<(String, i32)>>,
 ) -> OffsetFetchReply {
@@ -137,7 +135,7 @@ async fn fetch(
         group_id: group.clone(),
         partitions,
     };
-    coordinator_call(shard, &group, Call::OffsetFetch(call), |r| match r {
+    coordinator_call(groups, &group, Call::OffsetFetch(call), |r| match r {
         Reply::OffsetFetch(f) => Some(f),
         _ => None,
     })

@@ -16,7 +16,7 @@ use crate::protocol::messages::BrokerId;
 use crate::protocol::ResponseError;
 use bytes::Bytes;
 
-use super::{storage_error_for_version, str_bytes, HandlerError, Request};
+use super::{storage_error_for_version, str_bytes, HandlerError, Partitions, Request};
 use crate::group::api::OFFSETS_TOPIC;
 use crate::partition::ops::{PartitionOp, PartitionResult};
 use crate::protocol::legacy::convert_message_set;
@@ -43,9 +43,8 @@ pub async fn handle_legacy(req: &Request<'_>) -> Result<Option<Bytes>, HandlerEr
     });
     req.signal_decoded(request.is_ok());
     let request = request?;
-    let shard = req.shard;
     let acks = request.acks;
-    let durable = acks == -1 && shard.config.fsync_on_acks_all;
+    let durable = acks == -1 && req.config().fsync_on_acks_all;
     let now_ms = runtime::now_ms();
     let mut ops = Vec::new();
     let mut outcome: Vec<Vec<Option<LegacyPartitionResponse>>> = Vec::new();
@@ -89,7 +88,7 @@ pub async fn handle_legacy(req: &Request<'_>) -> Result<Option<Bytes>, HandlerEr
         }
         outcome.push(early);
     }
-    let mut results = shard.run_partition_ops(ops).await.into_iter();
+    let mut results = req.partitions().run(ops).await.into_iter();
     if acks == 0 {
         return Ok(None);
     }
@@ -129,9 +128,8 @@ pub async fn handle_legacy(req: &Request<'_>) -> Result<Option<Bytes>, HandlerEr
 
 pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
     let request: ProduceRequest = req.decode()?;
-    let shard = req.shard;
     let acks = request.acks;
-    let durable = acks == -1 && shard.config.fsync_on_acks_all;
+    let durable = acks == -1 && req.config().fsync_on_acks_all;
     let now_ms = runtime::now_ms();
     let mut ops = Vec::new();
     let mut slots = Vec::new(); // (topic index, partition index) for each op
@@ -175,7 +173,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
         }
         early.push(topic_early);
     }
-    let results = shard.run_partition_ops(ops).await;
+    let results = req.partitions().run(ops).await;
     if acks == 0 {
         return Ok(None);
     }
@@ -213,7 +211,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
                     Some(PartitionResult::Produce(Err(e))) => {
                         p.error_code = storage_error_for_version(e.code, version, 4);
                         if let Some(hint) = hint_for(
-                            shard,
+                            &req.partitions(),
                             (version, LEADER_HINT_VERSION),
                             &topic.name.0,
                             part.index,
@@ -256,7 +254,7 @@ const LEADER_HINT_VERSION: i16 = 10;
 /// A leader hint for a partition refused with NOT_LEADER_OR_FOLLOWER, when the client's
 /// version (`version` ≥ `first`) has them; shared with Fetch.
 pub(super) fn hint_for(
-    shard: &crate::shard::Shard,
+    partitions: &Partitions<'_>,
     (version, first): (i16, i16),
     topic: &str,
     partition: i32,
@@ -264,7 +262,7 @@ pub(super) fn hint_for(
 ) -> Option<crate::shard::cluster_admin::LeaderHint> {
     let hinted = code == ResponseError::NotLeaderOrFollower.code();
     (hinted && version >= first)
-        .then(|| shard.leader_hint(topic, partition))
+        .then(|| partitions.leader_hint(topic, partition))
         .flatten()
 }
 

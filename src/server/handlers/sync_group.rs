@@ -38,7 +38,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 .map(|a| (a.member_id.to_string(), a.assignment.clone()))
                 .collect(),
         };
-        coordinator_call(req.shard, &group_id, Call::Sync(call), |r| match r {
+        coordinator_call(&req.groups(), &group_id, Call::Sync(call), |r| match r {
             Reply::Sync(s) => Some(s),
             _ => None,
         })
