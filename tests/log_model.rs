@@ -104,7 +104,7 @@ async fn run_ops(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     )
                     .await
                     .expect("append");
-                prop_assert_eq!(info.base_offset, base);
+                prop_assert_eq!(info.base_offset.0, base);
                 model.batches.push((base, values));
             }
             Op::Read {

@@ -25,6 +25,7 @@ use super::policy;
 use super::recovery::{self, RecoveryReport};
 use super::segment::{Segment, SegmentFiles};
 use super::tail_cache;
+use crate::model::Offset;
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
@@ -55,11 +56,11 @@ impl AppendOptions {
 /// The outcome of an append, as a Produce response reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
-    pub base_offset: i64,
-    pub last_offset: i64,
+    pub base_offset: Offset,
+    pub last_offset: Offset,
     /// The time stamped on the batches for LogAppendTime logs, else -1.
     pub log_append_time_ms: i64,
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
     pub record_count: u64,
 }
 

@@ -179,10 +179,10 @@ pub(super) fn stage(
     st.unflushed_records += record_count;
     st.oldest_unflushed_ms.get_or_insert(now);
     AppendInfo {
-        base_offset: first_offset,
-        last_offset: st.next_offset() - 1,
+        base_offset: Offset(first_offset),
+        last_offset: Offset(st.next_offset() - 1),
         log_append_time_ms: if log_append_time { now } else { -1 },
-        log_start_offset: st.log_start_offset,
+        log_start_offset: Offset(st.log_start_offset),
         record_count,
     }
 }
