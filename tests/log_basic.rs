@@ -279,7 +279,7 @@ fn segments_roll_by_size_and_age_and_retention_deletes_old_ones() {
         assert!(none.deleted_segments.is_empty());
         let out = log.apply_retention(1_001 + 3_600_000).await.unwrap();
         assert_eq!(out.deleted_segments, vec![0]);
-        assert_eq!(out.log_start_offset, per_segment as i64);
+        assert_eq!(out.log_start_offset, Offset(per_segment as i64));
         assert!(!dir.path().join("00000000000000000000.log").exists());
         assert!(matches!(
             log.read(0, 100, None).await,

@@ -20,6 +20,7 @@ use super::policy;
 use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
 use super::tail_cache;
 use crate::metrics::registry::{record_stage, Stage};
+use crate::model::Offset;
 use crate::runtime;
 
 /// What one flight does to one segment.
@@ -48,7 +49,7 @@ struct Flight {
     segments: Vec<FlightSegment>,
     sync: bool,
     /// Offsets below this are in the files once the flight succeeds.
-    end_offset: i64,
+    end_offset: Offset,
 }
 
 /// Runs flights until nothing is staged. Started by an append when no committer is running.
@@ -173,12 +174,12 @@ pub(super) async fn run(inner: Rc<LogInner>) {
 }
 
 /// One past the last offset of the oldest run of segments that are synced whole.
-fn synced_prefix_end(st: &LogState) -> Option<i64> {
+fn synced_prefix_end(st: &LogState) -> Option<Offset> {
     st.segments
         .iter()
         .take_while(|s| s.seal_synced)
         .last()
-        .map(|s| s.next_offset)
+        .map(|s| Offset(s.next_offset))
 }
 
 /// Takes everything staged. `flush.messages` is checked here, on every flight; `flush.ms` is

@@ -72,8 +72,8 @@ impl Log {
         let end_has_data = st.segments.last().is_some_and(|s| s.written.size > 0);
         offsets_before(
             &segments,
-            st.log_start_offset,
-            st.written_end,
+            st.log_start_offset.0,
+            st.written_end.0,
             end_has_data,
             now_ms,
             timestamp,

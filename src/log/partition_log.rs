@@ -162,14 +162,14 @@ impl Log {
         let state = LogState {
             config,
             segments,
-            log_start_offset: log_start,
+            log_start_offset: Offset(log_start),
             // Recovery read (and synced) what it scanned; trusted segments were synced before.
-            recovery_point: leo,
-            written_end: leo,
+            recovery_point: Offset(leo),
+            written_end: Offset(leo),
             truncate_intent: None,
             high_watermark: checkpoint
                 .and_then(|c| c.high_watermark)
-                .map(|hw| hw.min(leo)),
+                .map(|hw| Offset(hw.min(leo))),
             unflushed_records: 0,
             oldest_unflushed_ms: None,
             pending: Vec::new(),
@@ -196,7 +196,7 @@ impl Log {
             // A crash interrupted a truncation: finish it before anyone reads.
             Some(offset) => {
                 tracing::info!(dir = %dir.display(), offset, "finishing a truncation interrupted by a crash");
-                log.truncate_exclusive(offset).await?;
+                log.truncate_exclusive(Offset(offset)).await?;
             }
             None => log.inner.write_checkpoint(|_| {}).await?,
         }
@@ -228,11 +228,12 @@ impl Log {
 
     pub fn offsets(&self) -> LogOffsets {
         let st = self.inner.state.borrow();
+        // The snapshot stays in bare numbers: shard/ and server/ read it directly.
         LogOffsets {
-            log_start_offset: st.log_start_offset,
-            recovery_point: st.recovery_point,
-            written_end_offset: st.written_end,
-            log_end_offset: st.next_offset(),
+            log_start_offset: st.log_start_offset.0,
+            recovery_point: st.recovery_point.0,
+            written_end_offset: st.written_end.0,
+            log_end_offset: st.next_offset().0,
             segments: st.segments.len(),
             size_bytes: st.size_bytes(),
         }
@@ -315,12 +316,12 @@ impl Log {
     }
 
     /// The HW the last checkpoint recorded (at most the log end), or the last one noted.
-    pub fn checkpointed_high_watermark(&self) -> Option<i64> {
+    pub fn checkpointed_high_watermark(&self) -> Option<Offset> {
         self.inner.state.borrow().high_watermark
     }
 
     /// Notes the replicated partition's HW for the next checkpoint.
-    pub fn note_high_watermark(&self, hw: i64) {
+    pub fn note_high_watermark(&self, hw: Offset) {
         self.inner.state.borrow_mut().high_watermark = Some(hw);
     }
 

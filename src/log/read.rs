@@ -51,12 +51,12 @@ impl Log {
         let (candidates, log_start, end, interval) = {
             let st = self.inner.state.borrow();
             st.check_online(&self.inner.dir)?;
-            let end = upper_bound.map_or(st.written_end, |u| u.min(st.written_end));
-            if offset < st.log_start_offset || offset > st.written_end {
+            let end = upper_bound.map_or(st.written_end.0, |u| u.min(st.written_end.0));
+            if offset < st.log_start_offset.0 || offset > st.written_end.0 {
                 return Err(LogError::OffsetOutOfRange {
                     offset,
-                    log_start: st.log_start_offset,
-                    log_end: st.written_end,
+                    log_start: st.log_start_offset.0,
+                    log_end: st.written_end.0,
                 });
             }
             let mut candidates = Vec::new();
@@ -83,8 +83,8 @@ impl Log {
             }
             (
                 candidates,
-                st.log_start_offset,
-                st.written_end,
+                st.log_start_offset.0,
+                st.written_end.0,
                 st.config.index_interval_bytes,
             )
         };
@@ -140,7 +140,7 @@ impl Log {
         let (target, log_start, end) = {
             let st = self.inner.state.borrow();
             st.check_online(&self.inner.dir)?;
-            let end = st.written_end;
+            let end = st.written_end.0;
             let seg = st
                 .segments
                 .iter()
@@ -155,7 +155,7 @@ impl Log {
                     .unwrap_or(0);
                 Some((files, start, s.written.size))
             });
-            (target, st.log_start_offset, end)
+            (target, st.log_start_offset.0, end)
         };
         let Some((files, start, size)) = target else {
             return Ok(None);

@@ -14,25 +14,26 @@ use crate::runtime;
 pub struct RetentionOutcome {
     pub deleted_segments: Vec<i64>,
     pub deleted_bytes: u64,
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
 }
 
 impl Log {
     /// DeleteRecords: moves the log start offset up to `offset` (at most the written end) and
     /// deletes the segments wholly below it. Returns the new log start offset.
     pub async fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        let target = Offset(offset);
         {
             let st = self.inner.state.borrow();
             st.check_online(&self.inner.dir)?;
-            if offset < 0 || offset > st.written_end {
+            if offset < 0 || target > st.written_end {
                 return Err(LogError::OffsetOutOfRange {
                     offset,
-                    log_start: st.log_start_offset,
-                    log_end: st.written_end,
+                    log_start: st.log_start_offset.0,
+                    log_end: st.written_end.0,
                 });
             }
-            if offset <= st.log_start_offset {
-                return Ok(st.log_start_offset);
+            if target <= st.log_start_offset {
+                return Ok(st.log_start_offset.0);
             }
         }
         // Durable first: records reported deleted must not come back after a crash.
@@ -41,10 +42,10 @@ impl Log {
             .await?;
         {
             let mut st = self.inner.state.borrow_mut();
-            st.log_start_offset = st.log_start_offset.max(offset);
+            st.log_start_offset = st.log_start_offset.max(target);
         }
         let outcome = self.apply_retention((self.inner.clock)()).await?;
-        Ok(outcome.log_start_offset)
+        Ok(outcome.log_start_offset.0)
     }
 
     /// Deletes the oldest segments that `retention.ms`, `retention.bytes` or the log start
@@ -63,8 +64,7 @@ impl Log {
                     largest_timestamp: s.largest_timestamp(),
                 })
                 .collect();
-            let log_start = Offset(st.log_start_offset);
-            let plan = policy::plan_retention(&st.config, &summaries, log_start, now_ms);
+            let plan = policy::plan_retention(&st.config, &summaries, st.log_start_offset, now_ms);
             // A truncation or start-over holds the log and plans by segment position: removing
             // segments under it would make it cut the wrong ones. The next pass deletes them.
             let allowed = if st.exclusive { 0 } else { plan.delete_count };
@@ -75,7 +75,7 @@ impl Log {
             }
             let removed: Vec<Segment> = st.segments.drain(..count).collect();
             let first_base = st.segments[0].base_offset;
-            st.log_start_offset = st.log_start_offset.max(first_base);
+            st.log_start_offset = st.log_start_offset.max(Offset(first_base));
             self.inner
                 .tail_cache
                 .borrow_mut()
@@ -111,7 +111,7 @@ impl Log {
             reason = ?reason.unwrap_or(RetentionReason::LogStartOffset),
             segments = ?outcome.deleted_segments,
             bytes = outcome.deleted_bytes,
-            log_start = outcome.log_start_offset,
+            log_start = outcome.log_start_offset.0,
             "retention deleted segments"
         );
         Ok(outcome)

@@ -52,8 +52,8 @@ pub(super) fn validate_all(
 }
 
 /// A follower's batches must start at `log_end` and follow one another without a gap.
-pub(super) fn check_continues(headers: &[BatchHeader], log_end: i64) -> Result<(), LogError> {
-    let mut expected = log_end;
+pub(super) fn check_continues(headers: &[BatchHeader], log_end: Offset) -> Result<(), LogError> {
+    let mut expected = log_end.0;
     for h in headers {
         if h.base_offset != expected {
             return Err(LogError::ReplicaGap {
@@ -123,7 +123,8 @@ pub(super) fn stage(
     let mut position_in_request = 0;
     for header in headers {
         let len = header.total_len();
-        let base_offset = st.next_offset();
+        // The batch header's (and the wire's) offsets are bare numbers.
+        let base_offset = st.next_offset().0;
         let count = i64::from(header.last_offset_delta) + 1;
         let active = st.active();
         let jitter_ms = active.rolling_base_ms.map_or(0, |started| {
@@ -179,10 +180,10 @@ pub(super) fn stage(
     st.unflushed_records += record_count;
     st.oldest_unflushed_ms.get_or_insert(now);
     AppendInfo {
-        base_offset: Offset(first_offset),
-        last_offset: Offset(st.next_offset() - 1),
+        base_offset: first_offset,
+        last_offset: Offset(st.next_offset().0 - 1),
         log_append_time_ms: if log_append_time { now } else { -1 },
-        log_start_offset: Offset(st.log_start_offset),
+        log_start_offset: st.log_start_offset,
         record_count,
     }
 }
