@@ -31,7 +31,7 @@ pub struct LogStats {
 }
 
 pub(super) struct PendingWrite {
-    pub segment_base: i64,
+    pub segment_base: Offset,
     /// File position of the first byte of `data` (for a direct write: an alignment boundary).
     pub position: u64,
     pub data: runtime::WriteBuffer,
@@ -86,10 +86,10 @@ impl LogState {
     }
 
     pub fn next_offset(&self) -> Offset {
-        Offset(self.active().next_offset)
+        self.active().next_offset
     }
 
-    pub fn segment_mut(&mut self, base: i64) -> Option<&mut Segment> {
+    pub fn segment_mut(&mut self, base: Offset) -> Option<&mut Segment> {
         self.segments
             .binary_search_by_key(&base, |s| s.base_offset)
             .ok()
@@ -97,7 +97,7 @@ impl LogState {
     }
 
     /// Index of the segment that holds `offset` (the last one whose base is ≤ it).
-    pub(super) fn segment_index_for(&self, offset: i64) -> usize {
+    pub(super) fn segment_index_for(&self, offset: Offset) -> usize {
         self.segments
             .partition_point(|s| s.base_offset <= offset)
             .saturating_sub(1)

@@ -65,7 +65,7 @@ impl Log {
             .segments
             .iter()
             .map(|s| SegmentTime {
-                base_offset: s.base_offset,
+                base_offset: s.base_offset.0,
                 last_modified_ms: s.last_modified_ms,
             })
             .collect();

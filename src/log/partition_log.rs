@@ -123,7 +123,7 @@ impl Log {
         let loaded = recovery::load(dir, &config, now).await?;
         let mut segments = loaded.segments;
         let mut checkpoint = loaded.checkpoint;
-        let start_hint = checkpoint.map(|c| c.log_start_offset).unwrap_or(0);
+        let start_hint = Offset(checkpoint.map_or(0, |c| c.log_start_offset));
         if recovery::remove_segments_below_start(dir, &mut segments, start_hint).await? {
             // Nothing is left to truncate: the log starts over empty at its log start.
             if let Some(c) = checkpoint.as_mut() {
@@ -131,7 +131,7 @@ impl Log {
             }
         }
         if segments.is_empty() {
-            segments.push(Segment::new(start_hint.max(0), now, config.io));
+            segments.push(Segment::new(start_hint.max(Offset(0)), now, config.io));
         }
         if let Some(active) = segments.last_mut() {
             active.load_tail().await.map_err(|e| {
@@ -146,7 +146,7 @@ impl Log {
         // thousands of partitions would otherwise log thousands of lines per start; the
         // startup line has the totals). A new partition has no segments yet.
         if report.clean_shutdown || report.segments == 0 {
-            tracing::debug!(dir = %dir.display(), segments = report.segments, log_start, log_end = leo, "log loaded");
+            tracing::debug!(dir = %dir.display(), segments = report.segments, log_start = log_start.0, log_end = leo.0, "log loaded");
         } else {
             tracing::info!(
                 dir = %dir.display(),
@@ -154,22 +154,22 @@ impl Log {
                 segments = report.segments,
                 scanned_segments = report.scanned_segments,
                 scanned_bytes = report.scanned_bytes,
-                log_start,
-                log_end = leo,
+                log_start = log_start.0,
+                log_end = leo.0,
                 "log loaded"
             );
         }
         let state = LogState {
             config,
             segments,
-            log_start_offset: Offset(log_start),
+            log_start_offset: log_start,
             // Recovery read (and synced) what it scanned; trusted segments were synced before.
-            recovery_point: Offset(leo),
-            written_end: Offset(leo),
+            recovery_point: leo,
+            written_end: leo,
             truncate_intent: None,
             high_watermark: checkpoint
                 .and_then(|c| c.high_watermark)
-                .map(|hw| Offset(hw.min(leo))),
+                .map(|hw| Offset(hw).min(leo)),
             unflushed_records: 0,
             oldest_unflushed_ms: None,
             pending: Vec::new(),
@@ -248,15 +248,16 @@ impl Log {
         self.inner.tail_cache.borrow().stats
     }
 
-    /// Base offset of the active (last) segment: it changes at every roll.
+    /// Base offset of the active (last) segment: it changes at every roll. A bare number,
+    /// as the segment's file name has it.
     pub fn active_segment_base(&self) -> i64 {
-        self.inner.state.borrow().active().base_offset
+        self.inner.state.borrow().active().base_offset.0
     }
 
-    /// Base offsets of the segments, oldest first.
+    /// Base offsets of the segments, oldest first (as their file names have them).
     pub fn segment_bases(&self) -> Vec<i64> {
         let st = self.inner.state.borrow();
-        st.segments.iter().map(|s| s.base_offset).collect()
+        st.segments.iter().map(|s| s.base_offset.0).collect()
     }
 
     /// How many group-commit flights have failed so far. Every append staged before a failure

@@ -7,6 +7,7 @@ use super::error::LogError;
 use super::partition_log::Log;
 use super::scan::scan_file;
 use super::segment_read::{read_from_segment, CachedTail, SegmentRead, SegmentReadError};
+use crate::model::Offset;
 use crate::protocol::decompressed_records::decode_records_decompressed;
 use crate::protocol::record_batch::BatchHeader;
 
@@ -61,7 +62,8 @@ impl Log {
             }
             let mut candidates = Vec::new();
             if offset < end && !nothing_fits {
-                let first = st.segment_index_for(offset);
+                let (at, end) = (Offset(offset), Offset(end));
+                let first = st.segment_index_for(at);
                 // The offset is in the first segment, or (after a gap) in the next one.
                 for seg in st.segments[first..].iter().take(2) {
                     if seg.base_offset >= end {
@@ -70,15 +72,16 @@ impl Log {
                     let Some(files) = seg.files.clone() else {
                         break;
                     };
-                    let start = if seg.base_offset <= offset {
+                    let start = if seg.base_offset <= at {
                         seg.offset_index
-                            .lookup(seg.relative(offset))
+                            .lookup(seg.relative(at))
                             .map(|e| u64::from(e.position))
                             .unwrap_or(0)
                     } else {
                         0
                     };
-                    candidates.push((files, start, seg.written.size, seg.base_offset));
+                    // The tail cache and the corruption report name the segment as its file does.
+                    candidates.push((files, start, seg.written.size, seg.base_offset.0));
                 }
             }
             (

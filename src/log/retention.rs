@@ -58,8 +58,8 @@ impl Log {
                 .segments
                 .iter()
                 .map(|s| SegmentSummary {
-                    base_offset: Offset(s.base_offset),
-                    next_offset: Offset(s.next_offset),
+                    base_offset: s.base_offset,
+                    next_offset: s.next_offset,
                     size: s.size,
                     largest_timestamp: s.largest_timestamp(),
                 })
@@ -75,11 +75,11 @@ impl Log {
             }
             let removed: Vec<Segment> = st.segments.drain(..count).collect();
             let first_base = st.segments[0].base_offset;
-            st.log_start_offset = st.log_start_offset.max(Offset(first_base));
+            st.log_start_offset = st.log_start_offset.max(first_base);
             self.inner
                 .tail_cache
                 .borrow_mut()
-                .drop_segments_below(first_base);
+                .drop_segments_below(first_base.0);
             (removed, st.log_start_offset, plan.reason)
         };
         let mut outcome = RetentionOutcome {
@@ -93,10 +93,11 @@ impl Log {
         self.inner.write_checkpoint(|_| {}).await?;
         let delay_ms = self.inner.state.borrow().config.file_delete_delay_ms;
         for seg in removed {
-            delete_segment(&SegmentPaths::new(dir, seg.base_offset), delay_ms)
+            delete_segment(&SegmentPaths::new(dir, seg.base_offset.0), delay_ms)
                 .await
                 .map_err(|e| LogError::from_io(dir, "deleting a segment", e))?;
-            outcome.deleted_segments.push(seg.base_offset);
+            // Named as the files were.
+            outcome.deleted_segments.push(seg.base_offset.0);
             outcome.deleted_bytes += seg.size;
         }
         let synced = runtime::sync_dir(dir)

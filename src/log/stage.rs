@@ -128,13 +128,13 @@ pub(super) fn stage(
         let count = i64::from(header.last_offset_delta) + 1;
         let active = st.active();
         let jitter_ms = active.rolling_base_ms.map_or(0, |started| {
-            policy::segment_jitter_ms(&st.config, Offset(active.base_offset), started)
+            policy::segment_jitter_ms(&st.config, active.base_offset, started)
         });
         let roll = policy::should_roll(
             &st.config,
             RollInputs {
                 active_size: active.size,
-                active_base_offset: Offset(active.base_offset),
+                active_base_offset: active.base_offset,
                 active_rolling_base_ms: active.rolling_base_ms,
                 batch_len: len as u64,
                 batch_last_offset: Offset(base_offset + count - 1),
@@ -147,7 +147,7 @@ pub(super) fn stage(
             tracing::debug!(?reason, base_offset, "rolling segment");
             st.active_mut().seal();
             st.segments
-                .push(Segment::new(base_offset, now, st.config.io));
+                .push(Segment::new(Offset(base_offset), now, st.config.io));
         }
         let source = &records[position_in_request..position_in_request + len];
         position_in_request += len;

@@ -62,7 +62,7 @@ impl Log {
         }
         let (plan, removed_bases, kept) = {
             let st = self.inner.state.borrow();
-            let bases: Vec<Offset> = st.segments.iter().map(|s| Offset(s.base_offset)).collect();
+            let bases: Vec<Offset> = st.segments.iter().map(|s| s.base_offset).collect();
             let plan = policy::plan_truncation(&bases, offset);
             let kept = plan.cut.map(|i| {
                 let s = &st.segments[i];
@@ -76,7 +76,7 @@ impl Log {
         };
         let mut rebuilt = match &kept {
             Some((base, _, _)) => Segment::new(*base, now, io_mode),
-            None => Segment::new(offset.0.max(0), now, io_mode),
+            None => Segment::new(offset.max(Offset(0)), now, io_mode),
         };
         let kept_files: Option<Rc<SegmentFiles>> = kept.as_ref().and_then(|k| k.1.clone());
         if let (Some(files), Some((_, _, size))) = (&kept_files, &kept) {
@@ -90,7 +90,7 @@ impl Log {
             .await
             .map_err(io("scanning for truncation"))?;
         }
-        let new_end = Offset(rebuilt.next_offset);
+        let new_end = rebuilt.next_offset;
         // 2. Fence: nothing at or past the new end is readable from now on.
         {
             let mut st = self.inner.state.borrow_mut();
@@ -184,7 +184,7 @@ impl Log {
                     log_end: st.next_offset().0,
                 });
             }
-            let bases: Vec<i64> = st.segments.iter().map(|s| s.base_offset).collect();
+            let bases: Vec<Offset> = st.segments.iter().map(|s| s.base_offset).collect();
             (bases, st.config.io)
         };
         // Fence: nothing is readable from now on, and reads under way finish first.
@@ -202,7 +202,7 @@ impl Log {
         }
         self.inner.write_checkpoint(|_| {}).await?;
         for base in bases.iter().rev() {
-            SegmentPaths::new(&dir, *base)
+            SegmentPaths::new(&dir, base.0)
                 .remove_files()
                 .await
                 .map_err(|e| LogError::from_io(&dir, "removing segments to start over", e))?;
@@ -211,7 +211,7 @@ impl Log {
             .await
             .map_err(|e| LogError::from_sync(&dir, "syncing the log directory", e))?;
         let now = (self.inner.clock)();
-        let mut fresh = Segment::new(start, now, io_mode);
+        let mut fresh = Segment::new(Offset(start), now, io_mode);
         fresh.mark_all_written();
         fresh
             .load_tail()
