@@ -61,9 +61,9 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
     let bases = list_segments(dir).map_err(io("listing segments"))?;
 
     let recovery_point = match (clean, checkpoint) {
-        (true, _) => i64::MAX,
-        (false, Some(c)) => c.recovery_point,
-        (false, None) => 0,
+        (true, _) => Offset(i64::MAX),
+        (false, Some(c)) => Offset(c.recovery_point),
+        (false, None) => Offset(0),
     };
     let mut report = RecoveryReport {
         clean_shutdown: clean,
@@ -83,7 +83,10 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
             config.io,
         );
         let expected_base = segments.last().map(|s| s.next_offset);
-        let trusted = bases.get(i + 1).is_some_and(|next| *next <= recovery_point) || clean;
+        let trusted = bases
+            .get(i + 1)
+            .is_some_and(|&next| Offset(next) <= recovery_point)
+            || clean;
         let cut = if trusted {
             load_trusted(dir, &mut segment, &files, config, &mut report).await?
         } else {
@@ -259,8 +262,7 @@ async fn load_trusted(
     // The last index entry names the last offset of the batch at its position.
     let index_consistent = match offset_index.last() {
         Some(e) => {
-            first_batch.map(|(last, _)| last)
-                == Some(segment.base_offset.0 + i64::from(e.relative_offset))
+            first_batch.map(|(last, _)| Offset(last)) == Some(segment.absolute(e.relative_offset))
         }
         // An empty index is right only when a rebuild would add no entry either (a segment
         // of a few large batches has none), not when the file is missing or was cut to zero.
@@ -279,9 +281,7 @@ async fn load_trusted(
     let time_consistent = time_covers_index
         && time_index
             .last()
-            .map(|e| {
-                i64::from(e.relative_offset) + segment.base_offset.0 < tail.next_offset.0.max(1)
-            })
+            .map(|e| segment.absolute(e.relative_offset) < tail.next_offset.max(Offset(1)))
             .unwrap_or(true);
     if !(tail_ok && index_consistent && time_consistent) {
         report.rebuilt_indexes.push(segment.base_offset.0);
@@ -299,7 +299,7 @@ async fn load_trusted(
     segment.bytes_since_index_entry = log_len - start;
     if let Some(e) = from_time_index {
         segment.max_timestamp = e.timestamp;
-        segment.offset_of_max_timestamp = segment.base_offset.0 + i64::from(e.relative_offset);
+        segment.offset_of_max_timestamp = segment.absolute(e.relative_offset).0;
     }
     if tail.max_timestamp > segment.max_timestamp {
         segment.max_timestamp = tail.max_timestamp;

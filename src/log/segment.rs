@@ -237,6 +237,11 @@ impl Segment {
         (offset.0 - self.base_offset.0).clamp(0, i64::from(u32::MAX)) as u32
     }
 
+    /// The offset an index entry stands for: entries store it relative to the base.
+    pub fn absolute(&self, relative_offset: u32) -> Offset {
+        Offset(self.base_offset.0 + i64::from(relative_offset))
+    }
+
     /// Records a batch placed at `position` (its header already carries its final offsets):
     /// advances sizes and offsets, adds index entries every `index_interval` bytes.
     pub fn record_batch(&mut self, position: u64, header: &BatchHeader, index_interval: u32) {
