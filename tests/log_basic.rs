@@ -1,6 +1,7 @@
 //! End-to-end behaviour of the partition log on a real file system.
 
 use ringbroker::log::{AppendOptions, Log, LogConfig, LogError};
+use ringbroker::model::Offset;
 use ringbroker::protocol::batch_builder::{decode_records, BatchBuilder};
 use ringbroker::protocol::record_batch::{BatchHeader, TimestampType};
 use ringbroker::runtime::block_on;
@@ -40,8 +41,8 @@ fn append_assigns_offsets_and_reads_back() {
         let log = Log::open(dir.path(), LogConfig::default()).await.unwrap();
         let a = log.append(&batch(0, 3, 1000), opts(5)).await.unwrap();
         let b = log.append(&batch(3, 2, 2000), opts(6)).await.unwrap();
-        assert_eq!((a.base_offset, a.last_offset), (0, 2));
-        assert_eq!((b.base_offset, b.last_offset), (3, 4));
+        assert_eq!((a.base_offset, a.last_offset), (Offset(0), Offset(2)));
+        assert_eq!((b.base_offset, b.last_offset), (Offset(3), Offset(4)));
         assert_eq!(log.offsets().log_end_offset, 5);
 
         let all = log.read(0, 1 << 20, None).await.unwrap();
@@ -124,7 +125,7 @@ fn data_survives_clean_restart_without_scanning() {
             .any(|r| r.offset == 777
                 && r.value.as_deref() == Some(format!("value-{}", 777).as_bytes())));
         let next = log.append(&batch(1000, 1, 0), opts(0)).await.unwrap();
-        assert_eq!(next.base_offset, 1000);
+        assert_eq!(next.base_offset, Offset(1000));
     })
     .unwrap();
 }
@@ -171,7 +172,7 @@ fn concurrent_durable_appends_share_fsyncs() {
         }
         let mut bases = Vec::new();
         for t in tasks {
-            bases.push(t.await.base_offset);
+            bases.push(t.await.base_offset.0);
         }
         bases.sort();
         assert_eq!(bases, (0..64).map(|i| i * 4).collect::<Vec<_>>());
@@ -278,7 +279,7 @@ fn segments_roll_by_size_and_age_and_retention_deletes_old_ones() {
         assert!(none.deleted_segments.is_empty());
         let out = log.apply_retention(1_001 + 3_600_000).await.unwrap();
         assert_eq!(out.deleted_segments, vec![0]);
-        assert_eq!(out.log_start_offset, per_segment as i64);
+        assert_eq!(out.log_start_offset, Offset(per_segment as i64));
         assert!(!dir.path().join("00000000000000000000.log").exists());
         assert!(matches!(
             log.read(0, 100, None).await,

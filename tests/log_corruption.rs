@@ -46,7 +46,7 @@ fn write_log(dir: &Path, timestamp_of: fn(u64) -> i64, close: bool) -> i64 {
             let first = b * RECORDS_PER_BATCH;
             let batch = seq_batch_ts(first, RECORDS_PER_BATCH as usize, VALUE_LEN, timestamp_of);
             let info = log.append(&batch, opts(false)).await.expect("append");
-            assert_eq!(info.base_offset, first as i64);
+            assert_eq!(info.base_offset.0, first as i64);
         }
         let leo = log.offsets().log_end_offset;
         if close {
@@ -250,7 +250,7 @@ fn flipped_byte_in_old_segment_is_cut_only_by_a_full_scan() {
             .append(&seq_batch_ts(next, 3, VALUE_LEN, ts_of), opts(true))
             .await
             .expect("append");
-        assert_eq!(info.base_offset, header.base_offset);
+        assert_eq!(info.base_offset.0, header.base_offset);
         check_log(&log, header.base_offset + 3).await;
         log.close().await.expect("close");
         release(log).await;
@@ -339,7 +339,7 @@ fn truncated_index_is_rebuilt_or_still_valid() {
                 .append(&seq_batch_ts(leo as u64, 5, VALUE_LEN, ts_of), opts(true))
                 .await
                 .expect("append");
-            assert_eq!(info.base_offset, leo);
+            assert_eq!(info.base_offset.0, leo);
             check_log(&log, leo + 5).await;
             log.close().await.expect("close");
             release(log).await;
@@ -495,7 +495,7 @@ fn trailing_zeros_are_cut_after_an_unclean_stop() {
                 .append(&seq_batch_ts(leo as u64, 5, VALUE_LEN, ts_of), opts(true))
                 .await
                 .expect("append");
-            assert_eq!(info.base_offset, leo);
+            assert_eq!(info.base_offset.0, leo);
             check_log(&log, leo + 5).await;
             log.close().await.expect("close");
             release(log).await;
@@ -547,7 +547,7 @@ fn torn_last_batch_is_cut() {
                 )
                 .await
                 .expect("append");
-            assert_eq!(info.base_offset, last.base_offset);
+            assert_eq!(info.base_offset.0, last.base_offset);
             check_log(&log, last.base_offset + 5).await;
             log.close().await.expect("close");
             release(log).await;

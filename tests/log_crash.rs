@@ -145,7 +145,7 @@ async fn appender(log: Log, counter: Rc<Cell<u64>>, seed: u64, deadline: Instant
             .await
             .expect("child: durable append");
         assert_eq!(
-            (info.base_offset, info.last_offset),
+            (info.base_offset.0, info.last_offset.0),
             (first as i64, (first + n as u64 - 1) as i64),
             "child: offsets assigned in staging order"
         );

@@ -113,8 +113,8 @@ fn full_disk_fails_appends_cleanly_then_recovers() {
             let batch = seq_batch(next as u64, &lens(records, bytes), 1000 + next);
             match log.append(&batch, opts(rng.range(0, 2) == 0)).await {
                 Ok(info) => {
-                    assert_eq!(info.base_offset, next);
-                    acked.push((info.base_offset, info.last_offset));
+                    assert_eq!(info.base_offset.0, next);
+                    acked.push((info.base_offset.0, info.last_offset.0));
                 }
                 Err(e) => {
                     failure = Some(e);
@@ -170,8 +170,8 @@ fn full_disk_fails_appends_cleanly_then_recovers() {
                 .append(&batch, opts(true))
                 .await
                 .expect("append after freeing");
-            assert_eq!(info.base_offset, next);
-            acked.push((info.base_offset, info.last_offset));
+            assert_eq!(info.base_offset.0, next);
+            acked.push((info.base_offset.0, info.last_offset.0));
         }
         check_exactly(&log, &acked).await;
         assert!(
@@ -232,11 +232,11 @@ fn full_disk_during_concurrent_durable_appends() {
                         let batch = seq_batch(next as u64, &lens(records, bytes), 1000 + next);
                         match log.append(&batch, opts(true)).await {
                             Ok(info) => {
-                                assert_eq!(info.base_offset, next);
-                                assert_eq!(info.last_offset, next + records as i64 - 1);
+                                assert_eq!(info.base_offset.0, next);
+                                assert_eq!(info.last_offset.0, next + records as i64 - 1);
                                 acked
                                     .borrow_mut()
-                                    .push((info.base_offset, info.last_offset));
+                                    .push((info.base_offset.0, info.last_offset.0));
                             }
                             Err(LogError::DiskFull { .. }) => {
                                 failures += 1;
@@ -289,12 +289,12 @@ fn full_disk_during_concurrent_durable_appends() {
             .append(&seq_batch(next as u64, &lens(5, 4096), 1), opts(true))
             .await
             .expect("append after freeing space");
-        assert_eq!(info.base_offset, next);
+        assert_eq!(info.base_offset.0, next);
         log.close().await.expect("close");
         release(log).await;
         let log = Log::open(&dir, config()).await.expect("reopen");
         let mut all = acked.clone();
-        all.push((info.base_offset, info.last_offset));
+        all.push((info.base_offset.0, info.last_offset.0));
         check_exactly(&log, &all).await;
         log.close().await.expect("close");
         release(log).await;
@@ -328,7 +328,7 @@ fn full_disk_at_a_segment_roll_leaves_no_segment_behind() {
                 .append(&seq_batch(next as u64, &lens(8, BATCH), next), opts(true))
                 .await
                 .expect("append");
-            acked.push((info.base_offset, info.last_offset));
+            acked.push((info.base_offset.0, info.last_offset.0));
         }
         assert_eq!(log.offsets().segments, 1);
         top_up(&top_up_path);
@@ -349,8 +349,8 @@ fn full_disk_at_a_segment_roll_leaves_no_segment_behind() {
         std::fs::remove_file(&top_up_path).expect("rm top-up");
         let batch = seq_batch(leo as u64, &lens(8, BATCH), leo);
         let info = log.append(&batch, opts(true)).await.expect("append");
-        assert_eq!(info.base_offset, leo);
-        acked.push((info.base_offset, info.last_offset));
+        assert_eq!(info.base_offset.0, leo);
+        acked.push((info.base_offset.0, info.last_offset.0));
         assert_eq!(log.segment_bases(), vec![0, leo]);
         assert_eq!(segment_files(&dir), vec![0, leo]);
         check_exactly(&log, &acked).await;
@@ -388,7 +388,7 @@ fn close_and_open_on_a_full_disk_lose_nothing() {
             let bytes = rng.range(1024, 64 * 1024) as usize;
             let batch = seq_batch(next as u64, &lens(7, bytes), next);
             match log.append(&batch, opts(true)).await {
-                Ok(info) => acked.push((info.base_offset, info.last_offset)),
+                Ok(info) => acked.push((info.base_offset.0, info.last_offset.0)),
                 Err(LogError::DiskFull { .. }) => break,
                 Err(e) => panic!("{e:?}"),
             }
@@ -431,8 +431,8 @@ fn close_and_open_on_a_full_disk_lose_nothing() {
             .append(&seq_batch(next as u64, &lens(3, 3000), next), opts(true))
             .await
             .expect("append");
-        assert_eq!(info.base_offset, next);
-        acked.push((info.base_offset, info.last_offset));
+        assert_eq!(info.base_offset.0, next);
+        acked.push((info.base_offset.0, info.last_offset.0));
         log.close().await.expect("close");
         release(log).await;
         let log = Log::open(&dir, config()).await.expect("reopen");

@@ -27,7 +27,7 @@ async fn fill(log: &Log, batches: u64) -> i64 {
             .append(&seq_batch(next, &lens, now_ms()), opts(i % 3 == 0))
             .await
             .expect("append");
-        assert_eq!(first.base_offset, next as i64);
+        assert_eq!(first.base_offset.0, next as i64);
     }
     log.offsets().log_end_offset
 }

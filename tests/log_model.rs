@@ -104,7 +104,7 @@ async fn run_ops(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     )
                     .await
                     .expect("append");
-                prop_assert_eq!(info.base_offset, base);
+                prop_assert_eq!(info.base_offset.0, base);
                 model.batches.push((base, values));
             }
             Op::Read {
@@ -178,9 +178,9 @@ async fn run_ops(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 c.retention_bytes = bytes;
                 log.set_config(c);
                 let out = log.apply_retention(0).await.expect("retention");
-                prop_assert!(out.log_start_offset >= model.log_start);
-                prop_assert!(out.log_start_offset <= model.leo());
-                model.log_start = out.log_start_offset;
+                prop_assert!(out.log_start_offset.0 >= model.log_start);
+                prop_assert!(out.log_start_offset.0 <= model.leo());
+                model.log_start = out.log_start_offset.0;
                 let mut c = log.config();
                 c.retention_bytes = -1;
                 log.set_config(c);

@@ -65,13 +65,13 @@ async fn append_until_crash(log: Log, shared: &Shared, seed: u64, durable_share:
         let Ok(staged) = log.stage_append(&batch, opts(durable)) else {
             return;
         };
-        assert_eq!(staged.info().base_offset as u64, first);
+        assert_eq!(staged.info().base_offset.0 as u64, first);
         shared.next_seq.set(first + lens.len() as u64);
         match staged.written().await {
             Ok(info) => {
                 shared.acks.set(shared.acks.get() + 1);
                 if durable {
-                    let end = info.last_offset + 1;
+                    let end = info.last_offset.0 + 1;
                     shared.durable_end.set(shared.durable_end.get().max(end));
                 }
             }

@@ -25,7 +25,7 @@ fn failed_fsync_takes_the_log_offline_and_nothing_acknowledged_is_lost() {
     let acked_end = block_on(async {
         let log = Log::open(&dir, LogConfig::default()).await.expect("open");
         let first = log.append(&batch(0), opts(true)).await.expect("append 1");
-        assert_eq!(first.base_offset, 0);
+        assert_eq!(first.base_offset.0, 0);
         scope.add_rule(
             FaultRule::on(FileOp::Fsync)
                 .matching(".log")
@@ -56,7 +56,7 @@ fn failed_fsync_takes_the_log_offline_and_nothing_acknowledged_is_lost() {
             "close of an offline log says so"
         );
         match third {
-            Ok(info) => info.last_offset + 1,
+            Ok(info) => info.last_offset.0 + 1,
             Err(_) => 2,
         }
     })
@@ -113,7 +113,7 @@ fn a_write_error_takes_the_log_offline_but_a_full_disk_does_not() {
             .append(&batch(2), opts(false))
             .await
             .expect("space is back");
-        assert_eq!(ok.base_offset, 2);
+        assert_eq!(ok.base_offset.0, 2);
         // EIO on a write: offline.
         scope.clear_rules();
         scope.add_rule(

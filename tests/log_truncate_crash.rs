@@ -211,7 +211,7 @@ fn run_start_over(
             .await
             .expect("append after reopening");
         assert_eq!(
-            info.base_offset, o.log_end_offset,
+            info.base_offset.0, o.log_end_offset,
             "appends go on at the end"
         );
         log.close().await.expect("close");

@@ -59,7 +59,7 @@ async fn produce_in_order(p: &Partition, from: i32, to: i32) {
     for i in from..to {
         let leo = p.log.offsets().log_end_offset;
         let info = produce(p, &batch(0, i, leo)).await.expect("in-order batch");
-        assert_eq!(info.base_offset, leo, "batch {i}");
+        assert_eq!(info.base_offset.0, leo, "batch {i}");
     }
 }
 
@@ -74,8 +74,8 @@ fn duplicates_and_errors_survive_a_clean_reopen_and_a_replay() {
         // Each of the last five is a duplicate with its own offsets; nothing is written.
         for i in 5..10 {
             let info = produce(&p, &batch(0, i, 0)).await.expect("duplicate");
-            assert_eq!(info.base_offset, i64::from(i) * 2);
-            assert_eq!(info.last_offset, i64::from(i) * 2 + 1);
+            assert_eq!(info.base_offset.0, i64::from(i) * 2);
+            assert_eq!(info.last_offset.0, i64::from(i) * 2 + 1);
         }
         assert_eq!(p.log.offsets().log_end_offset, leo);
         assert_eq!(
@@ -101,7 +101,7 @@ fn duplicates_and_errors_survive_a_clean_reopen_and_a_replay() {
         let p = open(dir.path(), LogConfig::default()).await;
         assert_eq!(p.producers.table().entry(PID), before.entry(PID));
         let info = produce(&p, &batch(1, 0, 0)).await.expect("duplicate");
-        assert_eq!(info.base_offset, 20);
+        assert_eq!(info.base_offset.0, 20);
         assert_eq!(
             code(produce(&p, &batch(0, 9, 0)).await),
             INVALID_PRODUCER_EPOCH
@@ -121,7 +121,7 @@ fn duplicates_and_errors_survive_a_clean_reopen_and_a_replay() {
         let info = produce(&p, &batch(1, 1, 22))
             .await
             .expect("next in epoch 1");
-        assert_eq!(info.base_offset, 22);
+        assert_eq!(info.base_offset.0, 22);
         verify_log(&p.log, 0).await.expect("valid log");
         p.close().await.expect("close");
         release_partition(p).await;
@@ -175,12 +175,12 @@ fn unclean_stop_with_a_cut_tail_rebuilds_what_the_log_holds() {
             vec![Offset(8), Offset(10)]
         );
         let info = produce(&p, &batch(0, 4, 0)).await.expect("duplicate");
-        assert_eq!(info.base_offset, 8);
+        assert_eq!(info.base_offset.0, 8);
         // The lost batch is not a duplicate: its retry is written.
         let info = produce(&p, &batch(0, 5, 10))
             .await
             .expect("retry of the lost batch");
-        assert_eq!(info.base_offset, 10);
+        assert_eq!(info.base_offset.0, 10);
         assert_eq!(p.log.offsets().log_end_offset, 12);
         release_partition(p).await;
 
@@ -189,9 +189,9 @@ fn unclean_stop_with_a_cut_tail_rebuilds_what_the_log_holds() {
         let _ = std::fs::remove_file(dir.path().join(".kafka_cleanshutdown"));
         let p = open(dir.path(), LogConfig::default()).await;
         let info = produce(&p, &batch(0, 5, 0)).await.expect("duplicate");
-        assert_eq!(info.base_offset, 10);
+        assert_eq!(info.base_offset.0, 10);
         let info = produce(&p, &batch(0, 1, 0)).await.expect("duplicate");
-        assert_eq!(info.base_offset, 2);
+        assert_eq!(info.base_offset.0, 2);
         verify_log(&p.log, 0).await.expect("valid log");
         p.close().await.expect("close");
         release_partition(p).await;
@@ -214,7 +214,7 @@ fn pipelined_batches_of_one_producer_are_group_committed() {
         }
         for (i, t) in tasks.into_iter().enumerate() {
             let info = t.await.expect("pipelined batch");
-            assert_eq!(info.base_offset, i as i64 * 2);
+            assert_eq!(info.base_offset.0, i as i64 * 2);
         }
         assert!(
             p.log.stats().flights - flights_before < 5,
@@ -223,7 +223,7 @@ fn pipelined_batches_of_one_producer_are_group_committed() {
         // Retries of all five while nothing is in flight: duplicates.
         for i in 0..5 {
             let info = produce(&p, &batch(0, i, 0)).await.expect("duplicate");
-            assert_eq!(info.base_offset, i64::from(i) * 2);
+            assert_eq!(info.base_offset.0, i64::from(i) * 2);
         }
         // A retry sent while its original is still being written waits for the original's
         // outcome, then gets its offset; nothing is written twice.
@@ -235,8 +235,8 @@ fn pipelined_batches_of_one_producer_are_group_committed() {
             let p = std::rc::Rc::clone(&p);
             ringbroker::runtime::spawn(async move { produce(&p, &batch(0, 5, 10)).await })
         };
-        assert_eq!(original.await.expect("original").base_offset, 10);
-        assert_eq!(retry.await.expect("retry").base_offset, 10);
+        assert_eq!(original.await.expect("original").base_offset.0, 10);
+        assert_eq!(retry.await.expect("retry").base_offset.0, 10);
         assert_eq!(p.log.offsets().log_end_offset, 12);
         verify_log(&p.log, 0).await.expect("valid log");
         p.close().await.expect("close");
@@ -280,9 +280,9 @@ fn a_batch_whose_write_failed_is_written_on_retry_not_taken_for_a_duplicate() {
         );
         std::fs::remove_file(&filler).expect("free space");
         let info = produce(&p, &big).await.expect("retry once space is back");
-        assert_eq!(info.base_offset, 4);
+        assert_eq!(info.base_offset.0, 4);
         let info = produce(&p, &big).await.expect("now a duplicate");
-        assert_eq!(info.base_offset, 4);
+        assert_eq!(info.base_offset.0, 4);
         assert_eq!(p.log.offsets().log_end_offset, 8);
         p.close().await.expect("close");
         release_partition(p).await;

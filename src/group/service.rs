@@ -214,10 +214,10 @@ impl GroupService {
         let info = p.append_own(&batch, options).await?;
         p.notify_append();
         p.after_leader_append();
-        p.wait_acks_all(epoch, info.last_offset, OFFSETS_COMMIT_TIMEOUT)
+        p.wait_acks_all(epoch, info.last_offset.0, OFFSETS_COMMIT_TIMEOUT)
             .await
             .map_err(|e| GroupAppendError::Replication(e.message))?;
-        Ok(info.base_offset)
+        Ok(info.base_offset.0)
     }
 
     /// Shutdown: answers every waiting call (a pending JoinGroup may otherwise wait minutes)
@@ -511,7 +511,7 @@ impl GroupService {
             // Nothing is deleted before every in-sync replica has the rewrite (acks=all): a
             // follower elected without it would hold neither the old records nor the new.
             // Not replicated in time: the next round appends the state again.
-            p.wait_acks_all(epoch, info.last_offset, OFFSETS_COMMIT_TIMEOUT)
+            p.wait_acks_all(epoch, info.last_offset.0, OFFSETS_COMMIT_TIMEOUT)
                 .await
                 .map_err(|e| GroupAppendError::Replication(e.message))?;
         }

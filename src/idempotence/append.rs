@@ -289,14 +289,14 @@ pub async fn append(
                 let log_append_time =
                     log.config().message_timestamp_type == TimestampType::LogAppendTime;
                 return Ok(AppendInfo {
-                    base_offset: original.first_offset.0,
-                    last_offset: original.last_offset.0,
+                    base_offset: original.first_offset,
+                    last_offset: original.last_offset,
                     log_append_time_ms: if log_append_time {
                         original.max_timestamp
                     } else {
                         -1
                     },
-                    log_start_offset: log.offsets().log_start_offset,
+                    log_start_offset: Offset(log.offsets().log_start_offset),
                     record_count: (original.last_offset.0 - original.first_offset.0 + 1).max(0)
                         as u64,
                 });
@@ -314,11 +314,11 @@ pub async fn append(
         } else {
             header.max_timestamp
         };
-        let first_offset = Offset(info.base_offset);
+        let first_offset = info.base_offset;
         states.table.borrow_mut().record_staged(
             &batch,
             first_offset,
-            Offset(info.last_offset),
+            info.last_offset,
             max_timestamp,
             options.now_ms,
             generation,

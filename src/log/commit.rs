@@ -20,11 +20,12 @@ use super::policy;
 use super::segment::{SegmentFiles, SegmentMark, SegmentPaths};
 use super::tail_cache;
 use crate::metrics::registry::{record_stage, Stage};
+use crate::model::Offset;
 use crate::runtime;
 
 /// What one flight does to one segment.
 struct FlightSegment {
-    base_offset: i64,
+    base_offset: Offset,
     files: Option<Rc<SegmentFiles>>,
     /// The segment's state once this flight is written.
     mark: SegmentMark,
@@ -48,7 +49,7 @@ struct Flight {
     segments: Vec<FlightSegment>,
     sync: bool,
     /// Offsets below this are in the files once the flight succeeds.
-    end_offset: i64,
+    end_offset: Offset,
 }
 
 /// Runs flights until nothing is staged. Started by an append when no committer is running.
@@ -97,7 +98,7 @@ pub(super) async fn run(inner: Rc<LogInner>) {
                     // Readable from the cache as soon as readable at all.
                     let mut cache = inner.tail_cache.borrow_mut();
                     for (base, position, buffer) in buffers {
-                        cache.insert(base, position, buffer);
+                        cache.insert(base.0, position, buffer);
                     }
                     drop(cache);
                     st.stats.fsyncs += fsyncs;
@@ -173,7 +174,7 @@ pub(super) async fn run(inner: Rc<LogInner>) {
 }
 
 /// One past the last offset of the oldest run of segments that are synced whole.
-fn synced_prefix_end(st: &LogState) -> Option<i64> {
+fn synced_prefix_end(st: &LogState) -> Option<Offset> {
     st.segments
         .iter()
         .take_while(|s| s.seal_synced)
@@ -208,7 +209,7 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
         }
     }
     let end_offset = st.next_offset();
-    let touched: Vec<i64> = writes.iter().map(|w| w.segment_base).collect();
+    let touched: Vec<Offset> = writes.iter().map(|w| w.segment_base).collect();
     let active_base = st.active().base_offset;
     let mut segments = Vec::new();
     for seg in st.segments.iter_mut() {
@@ -252,7 +253,7 @@ fn take_flight(st: &mut LogState) -> Option<Flight> {
 
 /// What a flight left in the files of one segment.
 struct FlightWritten {
-    base_offset: i64,
+    base_offset: Offset,
     mark: SegmentMark,
     /// Index entries and time index entries persisted.
     index_len: usize,
@@ -268,7 +269,7 @@ struct FlightDone {
     /// When the data was in the files (before index writes and fsyncs).
     data_written: Instant,
     /// Direct write buffers, for the tail cache: (segment base, file position, buffer).
-    buffers: Vec<(i64, u64, runtime::WrittenBuffer)>,
+    buffers: Vec<(Offset, u64, runtime::WrittenBuffer)>,
 }
 
 /// Every fdatasync of the committer goes through here, to be timed (metrics, and a
@@ -404,8 +405,8 @@ async fn execute(
 }
 
 /// Creates the files of a new segment and hands them to the in-memory segment.
-async fn create_files(inner: &LogInner, base_offset: i64) -> Result<Rc<SegmentFiles>, LogError> {
-    let paths = SegmentPaths::new(&inner.dir, base_offset);
+async fn create_files(inner: &LogInner, base_offset: Offset) -> Result<Rc<SegmentFiles>, LogError> {
+    let paths = SegmentPaths::new(&inner.dir, base_offset.0);
     let io = inner
         .state
         .borrow_mut()
@@ -483,7 +484,7 @@ async fn roll_back(inner: &LogInner) {
         // Segments that never got a byte written are dropped, except the oldest one.
         while st.segments.len() > 1 && st.active().written.size == 0 {
             if let Some(seg) = st.segments.pop() {
-                removals.push(SegmentPaths::new(&inner.dir, seg.base_offset));
+                removals.push(SegmentPaths::new(&inner.dir, seg.base_offset.0));
             }
         }
         let mut truncations = Vec::new();

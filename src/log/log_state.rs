@@ -11,6 +11,7 @@ use super::error::LogError;
 use super::recovery::RecoveryReport;
 use super::segment::Segment;
 use super::tail_cache::SharedTailCache;
+use crate::model::Offset;
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
@@ -30,7 +31,7 @@ pub struct LogStats {
 }
 
 pub(super) struct PendingWrite {
-    pub segment_base: i64,
+    pub segment_base: Offset,
     /// File position of the first byte of `data` (for a direct write: an alignment boundary).
     pub position: u64,
     pub data: runtime::WriteBuffer,
@@ -47,16 +48,16 @@ pub(super) struct LogState {
     pub config: LogConfig,
     /// Oldest first; the last is the active segment. Never empty.
     pub segments: Vec<Segment>,
-    pub log_start_offset: i64,
-    pub recovery_point: i64,
-    pub written_end: i64,
+    pub log_start_offset: Offset,
+    pub recovery_point: Offset,
+    pub written_end: Offset,
     /// The replicated partition's HW as last noted (`Log::note_high_watermark`), for the
     /// checkpoint; `None` on a single node.
-    pub high_watermark: Option<i64>,
+    pub high_watermark: Option<Offset>,
     /// A truncation under way (`truncate.rs`): in the state, not only in the one checkpoint
     /// the truncation writes, so that a checkpoint written meanwhile (housekeeping,
     /// retention) keeps the intent and the lowered recovery point.
-    pub truncate_intent: Option<i64>,
+    pub truncate_intent: Option<Offset>,
     pub unflushed_records: u64,
     pub oldest_unflushed_ms: Option<i64>,
     /// Staged bytes not yet taken by the committer, in log order.
@@ -84,11 +85,11 @@ impl LogState {
         &mut self.segments[last]
     }
 
-    pub fn next_offset(&self) -> i64 {
+    pub fn next_offset(&self) -> Offset {
         self.active().next_offset
     }
 
-    pub fn segment_mut(&mut self, base: i64) -> Option<&mut Segment> {
+    pub fn segment_mut(&mut self, base: Offset) -> Option<&mut Segment> {
         self.segments
             .binary_search_by_key(&base, |s| s.base_offset)
             .ok()
@@ -96,7 +97,7 @@ impl LogState {
     }
 
     /// Index of the segment that holds `offset` (the last one whose base is ≤ it).
-    pub(super) fn segment_index_for(&self, offset: i64) -> usize {
+    pub(super) fn segment_index_for(&self, offset: Offset) -> usize {
         self.segments
             .partition_point(|s| s.base_offset <= offset)
             .saturating_sub(1)
@@ -124,11 +125,12 @@ impl LogState {
     }
 
     pub(super) fn checkpoint(&self) -> Checkpoint {
+        // The checkpoint mirrors its file's lines: bare numbers, as its format tests have them.
         Checkpoint {
-            recovery_point: self.recovery_point,
-            log_start_offset: self.log_start_offset,
-            truncate_to: self.truncate_intent,
-            high_watermark: self.high_watermark,
+            recovery_point: self.recovery_point.0,
+            log_start_offset: self.log_start_offset.0,
+            truncate_to: self.truncate_intent.map(|o| o.0),
+            high_watermark: self.high_watermark.map(|o| o.0),
         }
     }
 }
@@ -210,7 +212,7 @@ impl LogInner {
         tracing::error!(
             dir = %self.dir.display(),
             %error,
-            recovery_point = st.recovery_point,
+            recovery_point = st.recovery_point.0,
             "storage failure: the partition log is offline (KAFKA_STORAGE_ERROR) until the broker restarts and recovers it from what is durable"
         );
         st.offline = Some(error.to_string());

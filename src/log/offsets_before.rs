@@ -65,15 +65,15 @@ impl Log {
             .segments
             .iter()
             .map(|s| SegmentTime {
-                base_offset: s.base_offset,
+                base_offset: s.base_offset.0,
                 last_modified_ms: s.last_modified_ms,
             })
             .collect();
         let end_has_data = st.segments.last().is_some_and(|s| s.written.size > 0);
         offsets_before(
             &segments,
-            st.log_start_offset,
-            st.written_end,
+            st.log_start_offset.0,
+            st.written_end.0,
             end_has_data,
             now_ms,
             timestamp,

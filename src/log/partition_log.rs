@@ -25,6 +25,7 @@ use super::policy;
 use super::recovery::{self, RecoveryReport};
 use super::segment::{Segment, SegmentFiles};
 use super::tail_cache;
+use crate::model::Offset;
 use crate::runtime;
 use crate::util::exclusive::Exclusive;
 use crate::util::local_oneshot;
@@ -55,11 +56,11 @@ impl AppendOptions {
 /// The outcome of an append, as a Produce response reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
-    pub base_offset: i64,
-    pub last_offset: i64,
+    pub base_offset: Offset,
+    pub last_offset: Offset,
     /// The time stamped on the batches for LogAppendTime logs, else -1.
     pub log_append_time_ms: i64,
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
     pub record_count: u64,
 }
 
@@ -122,7 +123,7 @@ impl Log {
         let loaded = recovery::load(dir, &config, now).await?;
         let mut segments = loaded.segments;
         let mut checkpoint = loaded.checkpoint;
-        let start_hint = checkpoint.map(|c| c.log_start_offset).unwrap_or(0);
+        let start_hint = Offset(checkpoint.map_or(0, |c| c.log_start_offset));
         if recovery::remove_segments_below_start(dir, &mut segments, start_hint).await? {
             // Nothing is left to truncate: the log starts over empty at its log start.
             if let Some(c) = checkpoint.as_mut() {
@@ -130,7 +131,7 @@ impl Log {
             }
         }
         if segments.is_empty() {
-            segments.push(Segment::new(start_hint.max(0), now, config.io));
+            segments.push(Segment::new(start_hint.max(Offset(0)), now, config.io));
         }
         if let Some(active) = segments.last_mut() {
             active.load_tail().await.map_err(|e| {
@@ -145,7 +146,7 @@ impl Log {
         // thousands of partitions would otherwise log thousands of lines per start; the
         // startup line has the totals). A new partition has no segments yet.
         if report.clean_shutdown || report.segments == 0 {
-            tracing::debug!(dir = %dir.display(), segments = report.segments, log_start, log_end = leo, "log loaded");
+            tracing::debug!(dir = %dir.display(), segments = report.segments, log_start = log_start.0, log_end = leo.0, "log loaded");
         } else {
             tracing::info!(
                 dir = %dir.display(),
@@ -153,8 +154,8 @@ impl Log {
                 segments = report.segments,
                 scanned_segments = report.scanned_segments,
                 scanned_bytes = report.scanned_bytes,
-                log_start,
-                log_end = leo,
+                log_start = log_start.0,
+                log_end = leo.0,
                 "log loaded"
             );
         }
@@ -168,7 +169,7 @@ impl Log {
             truncate_intent: None,
             high_watermark: checkpoint
                 .and_then(|c| c.high_watermark)
-                .map(|hw| hw.min(leo)),
+                .map(|hw| Offset(hw).min(leo)),
             unflushed_records: 0,
             oldest_unflushed_ms: None,
             pending: Vec::new(),
@@ -195,7 +196,7 @@ impl Log {
             // A crash interrupted a truncation: finish it before anyone reads.
             Some(offset) => {
                 tracing::info!(dir = %dir.display(), offset, "finishing a truncation interrupted by a crash");
-                log.truncate_exclusive(offset).await?;
+                log.truncate_exclusive(Offset(offset)).await?;
             }
             None => log.inner.write_checkpoint(|_| {}).await?,
         }
@@ -227,11 +228,12 @@ impl Log {
 
     pub fn offsets(&self) -> LogOffsets {
         let st = self.inner.state.borrow();
+        // The snapshot stays in bare numbers: shard/ and server/ read it directly.
         LogOffsets {
-            log_start_offset: st.log_start_offset,
-            recovery_point: st.recovery_point,
-            written_end_offset: st.written_end,
-            log_end_offset: st.next_offset(),
+            log_start_offset: st.log_start_offset.0,
+            recovery_point: st.recovery_point.0,
+            written_end_offset: st.written_end.0,
+            log_end_offset: st.next_offset().0,
             segments: st.segments.len(),
             size_bytes: st.size_bytes(),
         }
@@ -246,15 +248,16 @@ impl Log {
         self.inner.tail_cache.borrow().stats
     }
 
-    /// Base offset of the active (last) segment: it changes at every roll.
+    /// Base offset of the active (last) segment: it changes at every roll. A bare number,
+    /// as the segment's file name has it.
     pub fn active_segment_base(&self) -> i64 {
-        self.inner.state.borrow().active().base_offset
+        self.inner.state.borrow().active().base_offset.0
     }
 
-    /// Base offsets of the segments, oldest first.
+    /// Base offsets of the segments, oldest first (as their file names have them).
     pub fn segment_bases(&self) -> Vec<i64> {
         let st = self.inner.state.borrow();
-        st.segments.iter().map(|s| s.base_offset).collect()
+        st.segments.iter().map(|s| s.base_offset.0).collect()
     }
 
     /// How many group-commit flights have failed so far. Every append staged before a failure
@@ -314,12 +317,12 @@ impl Log {
     }
 
     /// The HW the last checkpoint recorded (at most the log end), or the last one noted.
-    pub fn checkpointed_high_watermark(&self) -> Option<i64> {
+    pub fn checkpointed_high_watermark(&self) -> Option<Offset> {
         self.inner.state.borrow().high_watermark
     }
 
     /// Notes the replicated partition's HW for the next checkpoint.
-    pub fn note_high_watermark(&self, hw: i64) {
+    pub fn note_high_watermark(&self, hw: Offset) {
         self.inner.state.borrow_mut().high_watermark = Some(hw);
     }
 

@@ -7,6 +7,7 @@ use super::error::LogError;
 use super::partition_log::Log;
 use super::scan::scan_file;
 use super::segment_read::{read_from_segment, CachedTail, SegmentRead, SegmentReadError};
+use crate::model::Offset;
 use crate::protocol::decompressed_records::decode_records_decompressed;
 use crate::protocol::record_batch::BatchHeader;
 
@@ -51,17 +52,18 @@ impl Log {
         let (candidates, log_start, end, interval) = {
             let st = self.inner.state.borrow();
             st.check_online(&self.inner.dir)?;
-            let end = upper_bound.map_or(st.written_end, |u| u.min(st.written_end));
-            if offset < st.log_start_offset || offset > st.written_end {
+            let end = upper_bound.map_or(st.written_end.0, |u| u.min(st.written_end.0));
+            if offset < st.log_start_offset.0 || offset > st.written_end.0 {
                 return Err(LogError::OffsetOutOfRange {
                     offset,
-                    log_start: st.log_start_offset,
-                    log_end: st.written_end,
+                    log_start: st.log_start_offset.0,
+                    log_end: st.written_end.0,
                 });
             }
             let mut candidates = Vec::new();
             if offset < end && !nothing_fits {
-                let first = st.segment_index_for(offset);
+                let (at, end) = (Offset(offset), Offset(end));
+                let first = st.segment_index_for(at);
                 // The offset is in the first segment, or (after a gap) in the next one.
                 for seg in st.segments[first..].iter().take(2) {
                     if seg.base_offset >= end {
@@ -70,21 +72,22 @@ impl Log {
                     let Some(files) = seg.files.clone() else {
                         break;
                     };
-                    let start = if seg.base_offset <= offset {
+                    let start = if seg.base_offset <= at {
                         seg.offset_index
-                            .lookup(seg.relative(offset))
+                            .lookup(seg.relative(at))
                             .map(|e| u64::from(e.position))
                             .unwrap_or(0)
                     } else {
                         0
                     };
-                    candidates.push((files, start, seg.written.size, seg.base_offset));
+                    // The tail cache and the corruption report name the segment as its file does.
+                    candidates.push((files, start, seg.written.size, seg.base_offset.0));
                 }
             }
             (
                 candidates,
-                st.log_start_offset,
-                st.written_end,
+                st.log_start_offset.0,
+                st.written_end.0,
                 st.config.index_interval_bytes,
             )
         };
@@ -140,7 +143,7 @@ impl Log {
         let (target, log_start, end) = {
             let st = self.inner.state.borrow();
             st.check_online(&self.inner.dir)?;
-            let end = st.written_end;
+            let end = st.written_end.0;
             let seg = st
                 .segments
                 .iter()
@@ -155,7 +158,7 @@ impl Log {
                     .unwrap_or(0);
                 Some((files, start, s.written.size))
             });
-            (target, st.log_start_offset, end)
+            (target, st.log_start_offset.0, end)
         };
         let Some((files, start, size)) = target else {
             return Ok(None);

@@ -18,6 +18,7 @@ use super::offset_index::{OffsetIndex, OFFSET_INDEX_ENTRY_LEN};
 use super::scan::{scan_file, ScanEnd};
 use super::segment::{parse_log_file_name, Segment, SegmentFiles, SegmentPaths};
 use super::time_index::{TimeIndex, TIME_INDEX_ENTRY_LEN};
+use crate::model::Offset;
 use crate::runtime::{self, write_buffer, FileIo};
 
 /// What loading found and did. Logged at startup and kept by the log for inspection.
@@ -60,9 +61,9 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
     let bases = list_segments(dir).map_err(io("listing segments"))?;
 
     let recovery_point = match (clean, checkpoint) {
-        (true, _) => i64::MAX,
-        (false, Some(c)) => c.recovery_point,
-        (false, None) => 0,
+        (true, _) => Offset(i64::MAX),
+        (false, Some(c)) => Offset(c.recovery_point),
+        (false, None) => Offset(0),
     };
     let mut report = RecoveryReport {
         clean_shutdown: clean,
@@ -76,10 +77,16 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
                 .await
                 .map_err(io("opening a segment"))?,
         );
-        let mut segment =
-            Segment::new(base, file_mtime_ms(&paths.log).unwrap_or(now_ms), config.io);
+        let mut segment = Segment::new(
+            Offset(base),
+            file_mtime_ms(&paths.log).unwrap_or(now_ms),
+            config.io,
+        );
         let expected_base = segments.last().map(|s| s.next_offset);
-        let trusted = bases.get(i + 1).is_some_and(|next| *next <= recovery_point) || clean;
+        let trusted = bases
+            .get(i + 1)
+            .is_some_and(|&next| Offset(next) <= recovery_point)
+            || clean;
         let cut = if trusted {
             load_trusted(dir, &mut segment, &files, config, &mut report).await?
         } else {
@@ -91,7 +98,7 @@ pub(super) async fn load(dir: &Path, config: &LogConfig, now_ms: i64) -> Result<
             None => scan_and_rebuild(dir, &mut segment, &files, config, &mut report).await?,
         };
         if let Some(prev_end) = expected_base {
-            if base < prev_end {
+            if Offset(base) < prev_end {
                 return Err(LogError::Unrecoverable {
                     path: paths.log.clone(),
                     reason: format!(
@@ -225,7 +232,7 @@ async fn load_trusted(
         .ok()
         .zip(TimeIndex::decode(&time_bytes, u32::MAX).ok());
     let Some((offset_index, time_index)) = indexes else {
-        report.rebuilt_indexes.push(segment.base_offset);
+        report.rebuilt_indexes.push(segment.base_offset.0);
         return scan_and_rebuild(dir, segment, files, config, report).await;
     };
 
@@ -255,8 +262,7 @@ async fn load_trusted(
     // The last index entry names the last offset of the batch at its position.
     let index_consistent = match offset_index.last() {
         Some(e) => {
-            first_batch.map(|(last, _)| last)
-                == Some(segment.base_offset + i64::from(e.relative_offset))
+            first_batch.map(|(last, _)| Offset(last)) == Some(segment.absolute(e.relative_offset))
         }
         // An empty index is right only when a rebuild would add no entry either (a segment
         // of a few large batches has none), not when the file is missing or was cut to zero.
@@ -275,10 +281,10 @@ async fn load_trusted(
     let time_consistent = time_covers_index
         && time_index
             .last()
-            .map(|e| i64::from(e.relative_offset) + segment.base_offset < tail.next_offset.max(1))
+            .map(|e| segment.absolute(e.relative_offset) < tail.next_offset.max(Offset(1)))
             .unwrap_or(true);
     if !(tail_ok && index_consistent && time_consistent) {
-        report.rebuilt_indexes.push(segment.base_offset);
+        report.rebuilt_indexes.push(segment.base_offset.0);
         return scan_and_rebuild(dir, segment, files, config, report).await;
     }
     segment.size = log_len;
@@ -293,7 +299,7 @@ async fn load_trusted(
     segment.bytes_since_index_entry = log_len - start;
     if let Some(e) = from_time_index {
         segment.max_timestamp = e.timestamp;
-        segment.offset_of_max_timestamp = segment.base_offset + i64::from(e.relative_offset);
+        segment.offset_of_max_timestamp = segment.absolute(e.relative_offset).0;
     }
     if tail.max_timestamp > segment.max_timestamp {
         segment.max_timestamp = tail.max_timestamp;
@@ -315,7 +321,7 @@ async fn scan_and_rebuild(
     let log_len = files.log.size().await.map_err(io)?;
     let base = segment.base_offset;
     let mut rebuilt = Segment::new(base, segment.last_modified_ms, segment.io);
-    let mut expected = base;
+    let mut expected = base.0;
     let scan = scan_file(&files.log, 0, log_len, true, |pos, header| {
         if header.base_offset < expected {
             return false;
@@ -402,15 +408,15 @@ pub(super) async fn write_index_files(
 pub(super) async fn remove_segments_below_start(
     dir: &Path,
     segments: &mut Vec<Segment>,
-    log_start: i64,
+    log_start: Offset,
 ) -> Result<bool, LogError> {
     let end = segments.last().map_or(log_start, |s| s.next_offset);
     if end >= log_start {
         return Ok(false);
     }
-    tracing::warn!(dir = %dir.display(), log_start, log_end = end, "every segment ends below the log start: removing them, the log starts over empty at its log start");
+    tracing::warn!(dir = %dir.display(), log_start = log_start.0, log_end = end.0, "every segment ends below the log start: removing them, the log starts over empty at its log start");
     for s in segments.drain(..).rev() {
-        SegmentPaths::new(dir, s.base_offset)
+        SegmentPaths::new(dir, s.base_offset.0)
             .remove_files()
             .await
             .map_err(|e| LogError::from_io(dir, "removing segments below the log start", e))?;

@@ -14,25 +14,26 @@ use crate::runtime;
 pub struct RetentionOutcome {
     pub deleted_segments: Vec<i64>,
     pub deleted_bytes: u64,
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
 }
 
 impl Log {
     /// DeleteRecords: moves the log start offset up to `offset` (at most the written end) and
     /// deletes the segments wholly below it. Returns the new log start offset.
     pub async fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        let target = Offset(offset);
         {
             let st = self.inner.state.borrow();
             st.check_online(&self.inner.dir)?;
-            if offset < 0 || offset > st.written_end {
+            if offset < 0 || target > st.written_end {
                 return Err(LogError::OffsetOutOfRange {
                     offset,
-                    log_start: st.log_start_offset,
-                    log_end: st.written_end,
+                    log_start: st.log_start_offset.0,
+                    log_end: st.written_end.0,
                 });
             }
-            if offset <= st.log_start_offset {
-                return Ok(st.log_start_offset);
+            if target <= st.log_start_offset {
+                return Ok(st.log_start_offset.0);
             }
         }
         // Durable first: records reported deleted must not come back after a crash.
@@ -41,10 +42,10 @@ impl Log {
             .await?;
         {
             let mut st = self.inner.state.borrow_mut();
-            st.log_start_offset = st.log_start_offset.max(offset);
+            st.log_start_offset = st.log_start_offset.max(target);
         }
         let outcome = self.apply_retention((self.inner.clock)()).await?;
-        Ok(outcome.log_start_offset)
+        Ok(outcome.log_start_offset.0)
     }
 
     /// Deletes the oldest segments that `retention.ms`, `retention.bytes` or the log start
@@ -57,14 +58,13 @@ impl Log {
                 .segments
                 .iter()
                 .map(|s| SegmentSummary {
-                    base_offset: Offset(s.base_offset),
-                    next_offset: Offset(s.next_offset),
+                    base_offset: s.base_offset,
+                    next_offset: s.next_offset,
                     size: s.size,
                     largest_timestamp: s.largest_timestamp(),
                 })
                 .collect();
-            let log_start = Offset(st.log_start_offset);
-            let plan = policy::plan_retention(&st.config, &summaries, log_start, now_ms);
+            let plan = policy::plan_retention(&st.config, &summaries, st.log_start_offset, now_ms);
             // A truncation or start-over holds the log and plans by segment position: removing
             // segments under it would make it cut the wrong ones. The next pass deletes them.
             let allowed = if st.exclusive { 0 } else { plan.delete_count };
@@ -79,7 +79,7 @@ impl Log {
             self.inner
                 .tail_cache
                 .borrow_mut()
-                .drop_segments_below(first_base);
+                .drop_segments_below(first_base.0);
             (removed, st.log_start_offset, plan.reason)
         };
         let mut outcome = RetentionOutcome {
@@ -93,10 +93,11 @@ impl Log {
         self.inner.write_checkpoint(|_| {}).await?;
         let delay_ms = self.inner.state.borrow().config.file_delete_delay_ms;
         for seg in removed {
-            delete_segment(&SegmentPaths::new(dir, seg.base_offset), delay_ms)
+            delete_segment(&SegmentPaths::new(dir, seg.base_offset.0), delay_ms)
                 .await
                 .map_err(|e| LogError::from_io(dir, "deleting a segment", e))?;
-            outcome.deleted_segments.push(seg.base_offset);
+            // Named as the files were.
+            outcome.deleted_segments.push(seg.base_offset.0);
             outcome.deleted_bytes += seg.size;
         }
         let synced = runtime::sync_dir(dir)
@@ -111,7 +112,7 @@ impl Log {
             reason = ?reason.unwrap_or(RetentionReason::LogStartOffset),
             segments = ?outcome.deleted_segments,
             bytes = outcome.deleted_bytes,
-            log_start = outcome.log_start_offset,
+            log_start = outcome.log_start_offset.0,
             "retention deleted segments"
         );
         Ok(outcome)

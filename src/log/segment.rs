@@ -12,6 +12,7 @@ use std::rc::Rc;
 
 use super::offset_index::OffsetIndex;
 use super::time_index::TimeIndex;
+use crate::model::Offset;
 use crate::protocol::record_batch::BatchHeader;
 use crate::runtime::{File, FileIo};
 
@@ -89,7 +90,7 @@ impl SegmentFiles {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentMark {
     pub size: u64,
-    pub next_offset: i64,
+    pub next_offset: Offset,
     pub max_timestamp: i64,
     pub offset_of_max_timestamp: i64,
     pub bytes_since_index_entry: u64,
@@ -98,11 +99,11 @@ pub struct SegmentMark {
 }
 
 pub struct Segment {
-    pub base_offset: i64,
+    pub base_offset: Offset,
     /// Bytes of batches staged into this segment (written or still pending).
     pub size: u64,
     /// One past the last offset staged.
-    pub next_offset: i64,
+    pub next_offset: Offset,
     /// What the files hold: readers see only this much.
     pub written: SegmentMark,
     pub offset_index: OffsetIndex,
@@ -138,7 +139,7 @@ pub struct Segment {
 }
 
 impl Segment {
-    pub fn new(base_offset: i64, now_ms: i64, io: FileIo) -> Segment {
+    pub fn new(base_offset: Offset, now_ms: i64, io: FileIo) -> Segment {
         Segment {
             base_offset,
             size: 0,
@@ -232,8 +233,13 @@ impl Segment {
 
     /// Offset relative to the base, as stored in the indexes. Callers keep offsets within
     /// u32 range of the base (the log rolls before that overflows).
-    pub fn relative(&self, offset: i64) -> u32 {
-        (offset - self.base_offset).clamp(0, i64::from(u32::MAX)) as u32
+    pub fn relative(&self, offset: Offset) -> u32 {
+        (offset.0 - self.base_offset.0).clamp(0, i64::from(u32::MAX)) as u32
+    }
+
+    /// The offset an index entry stands for: entries store it relative to the base.
+    pub fn absolute(&self, relative_offset: u32) -> Offset {
+        Offset(self.base_offset.0 + i64::from(relative_offset))
     }
 
     /// Records a batch placed at `position` (its header already carries its final offsets):
@@ -245,18 +251,19 @@ impl Segment {
             self.offset_of_max_timestamp = header.last_offset();
         }
         if self.bytes_since_index_entry > u64::from(index_interval) {
-            let rel = self.relative(header.last_offset());
+            let rel = self.relative(Offset(header.last_offset()));
             if self.offset_index.append(rel, position as u32) {
                 let (ts, ts_offset) = (self.max_timestamp, self.offset_of_max_timestamp);
                 if ts >= 0 {
-                    self.time_index.maybe_append(ts, self.relative(ts_offset));
+                    self.time_index
+                        .maybe_append(ts, self.relative(Offset(ts_offset)));
                 }
             }
             self.bytes_since_index_entry = 0;
         }
         self.bytes_since_index_entry += len;
         self.size = self.size.max(position + len);
-        self.next_offset = header.next_offset();
+        self.next_offset = Offset(header.next_offset());
     }
 
     /// Adds the time index entry Kafka writes when a segment stops being active, so that the
@@ -264,7 +271,7 @@ impl Segment {
     pub fn seal(&mut self) {
         self.sealed = true;
         if self.max_timestamp >= 0 {
-            let rel = self.relative(self.offset_of_max_timestamp);
+            let rel = self.relative(Offset(self.offset_of_max_timestamp));
             self.time_index.maybe_append(self.max_timestamp, rel);
         }
     }

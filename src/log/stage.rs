@@ -52,8 +52,8 @@ pub(super) fn validate_all(
 }
 
 /// A follower's batches must start at `log_end` and follow one another without a gap.
-pub(super) fn check_continues(headers: &[BatchHeader], log_end: i64) -> Result<(), LogError> {
-    let mut expected = log_end;
+pub(super) fn check_continues(headers: &[BatchHeader], log_end: Offset) -> Result<(), LogError> {
+    let mut expected = log_end.0;
     for h in headers {
         if h.base_offset != expected {
             return Err(LogError::ReplicaGap {
@@ -123,17 +123,18 @@ pub(super) fn stage(
     let mut position_in_request = 0;
     for header in headers {
         let len = header.total_len();
-        let base_offset = st.next_offset();
+        // The batch header's (and the wire's) offsets are bare numbers.
+        let base_offset = st.next_offset().0;
         let count = i64::from(header.last_offset_delta) + 1;
         let active = st.active();
         let jitter_ms = active.rolling_base_ms.map_or(0, |started| {
-            policy::segment_jitter_ms(&st.config, Offset(active.base_offset), started)
+            policy::segment_jitter_ms(&st.config, active.base_offset, started)
         });
         let roll = policy::should_roll(
             &st.config,
             RollInputs {
                 active_size: active.size,
-                active_base_offset: Offset(active.base_offset),
+                active_base_offset: active.base_offset,
                 active_rolling_base_ms: active.rolling_base_ms,
                 batch_len: len as u64,
                 batch_last_offset: Offset(base_offset + count - 1),
@@ -146,7 +147,7 @@ pub(super) fn stage(
             tracing::debug!(?reason, base_offset, "rolling segment");
             st.active_mut().seal();
             st.segments
-                .push(Segment::new(base_offset, now, st.config.io));
+                .push(Segment::new(Offset(base_offset), now, st.config.io));
         }
         let source = &records[position_in_request..position_in_request + len];
         position_in_request += len;
@@ -180,7 +181,7 @@ pub(super) fn stage(
     st.oldest_unflushed_ms.get_or_insert(now);
     AppendInfo {
         base_offset: first_offset,
-        last_offset: st.next_offset() - 1,
+        last_offset: Offset(st.next_offset().0 - 1),
         log_append_time_ms: if log_append_time { now } else { -1 },
         log_start_offset: st.log_start_offset,
         record_count,

@@ -37,14 +37,18 @@ impl Log {
         self.acquire_exclusive().await?;
         let online = self.inner.state.borrow().check_online(&self.inner.dir);
         let result = match online {
-            Ok(()) => self.inner.guard(self.truncate_exclusive(offset)).await,
+            Ok(()) => {
+                self.inner
+                    .guard(self.truncate_exclusive(Offset(offset)))
+                    .await
+            }
             Err(offline) => Err(offline),
         };
         self.release_exclusive();
-        result
+        result.map(|end| end.0)
     }
 
-    pub(super) async fn truncate_exclusive(&self, offset: i64) -> Result<i64, LogError> {
+    pub(super) async fn truncate_exclusive(&self, offset: Offset) -> Result<Offset, LogError> {
         let dir = self.inner.dir.clone();
         let io = |during: &'static str| {
             let dir = dir.clone();
@@ -52,14 +56,14 @@ impl Log {
         };
         let now = (self.inner.clock)();
         // 1. The plan, and the kept segment rebuilt up to the cut (reads only).
-        if offset >= self.offsets().log_end_offset {
+        if offset >= self.inner.state.borrow().next_offset() {
             self.inner.write_checkpoint(|_| {}).await?;
-            return Ok(self.offsets().log_end_offset);
+            return Ok(self.inner.state.borrow().next_offset());
         }
         let (plan, removed_bases, kept) = {
             let st = self.inner.state.borrow();
-            let bases: Vec<Offset> = st.segments.iter().map(|s| Offset(s.base_offset)).collect();
-            let plan = policy::plan_truncation(&bases, Offset(offset));
+            let bases: Vec<Offset> = st.segments.iter().map(|s| s.base_offset).collect();
+            let plan = policy::plan_truncation(&bases, offset);
             let kept = plan.cut.map(|i| {
                 let s = &st.segments[i];
                 (s.base_offset, s.files.clone(), s.written.size)
@@ -72,12 +76,12 @@ impl Log {
         };
         let mut rebuilt = match &kept {
             Some((base, _, _)) => Segment::new(*base, now, io_mode),
-            None => Segment::new(offset.max(0), now, io_mode),
+            None => Segment::new(offset.max(Offset(0)), now, io_mode),
         };
         let kept_files: Option<Rc<SegmentFiles>> = kept.as_ref().and_then(|k| k.1.clone());
         if let (Some(files), Some((_, _, size))) = (&kept_files, &kept) {
             scan_file(&files.log, 0, *size, false, |pos, header| {
-                if header.last_offset() >= offset {
+                if header.last_offset() >= offset.0 {
                     return false;
                 }
                 rebuilt.record_batch(pos, header, interval);
@@ -151,7 +155,7 @@ impl Log {
             st.oldest_unflushed_ms = None;
         }
         self.inner.write_checkpoint(|_| {}).await?;
-        Ok(self.offsets().log_end_offset)
+        Ok(self.inner.state.borrow().next_offset())
     }
 
     /// Empties the log and restarts it, empty, at `start` (Kafka's `truncateFullyAndStartAt`):
@@ -173,14 +177,14 @@ impl Log {
         let dir = self.inner.dir.clone();
         let (bases, io_mode) = {
             let st = self.inner.state.borrow();
-            if start <= st.next_offset() {
+            if Offset(start) <= st.next_offset() {
                 return Err(LogError::OffsetOutOfRange {
                     offset: start,
-                    log_start: st.log_start_offset,
-                    log_end: st.next_offset(),
+                    log_start: st.log_start_offset.0,
+                    log_end: st.next_offset().0,
                 });
             }
-            let bases: Vec<i64> = st.segments.iter().map(|s| s.base_offset).collect();
+            let bases: Vec<Offset> = st.segments.iter().map(|s| s.base_offset).collect();
             (bases, st.config.io)
         };
         // Fence: nothing is readable from now on, and reads under way finish first.
@@ -193,12 +197,12 @@ impl Log {
         // The new start, durable before any file goes (every checkpoint from here on says so).
         {
             let mut st = self.inner.state.borrow_mut();
-            st.log_start_offset = start;
-            st.recovery_point = start;
+            st.log_start_offset = Offset(start);
+            st.recovery_point = Offset(start);
         }
         self.inner.write_checkpoint(|_| {}).await?;
         for base in bases.iter().rev() {
-            SegmentPaths::new(&dir, *base)
+            SegmentPaths::new(&dir, base.0)
                 .remove_files()
                 .await
                 .map_err(|e| LogError::from_io(&dir, "removing segments to start over", e))?;
@@ -207,7 +211,7 @@ impl Log {
             .await
             .map_err(|e| LogError::from_sync(&dir, "syncing the log directory", e))?;
         let now = (self.inner.clock)();
-        let mut fresh = Segment::new(start, now, io_mode);
+        let mut fresh = Segment::new(Offset(start), now, io_mode);
         fresh.mark_all_written();
         fresh
             .load_tail()
@@ -216,7 +220,7 @@ impl Log {
         {
             let mut st = self.inner.state.borrow_mut();
             st.segments = vec![fresh];
-            st.written_end = start;
+            st.written_end = Offset(start);
             st.unflushed_records = 0;
             st.oldest_unflushed_ms = None;
         }

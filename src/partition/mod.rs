@@ -135,7 +135,7 @@ impl Partition {
         // The HW it last checkpointed: consumers of a restarted leader need not wait for its
         // followers to see what was committed before.
         let mut view = FollowerView::unassigned();
-        view.high_watermark = p.log.checkpointed_high_watermark().unwrap_or(0);
+        view.high_watermark = p.log.checkpointed_high_watermark().map_or(0, |hw| hw.0);
         *p.role.borrow_mut() = ReplicaRole::Follower(view);
         p
     }

@@ -131,9 +131,29 @@ pub struct FetchedData {
     pub diverging: Option<(i32, i64)>,
 }
 
+/// A produce's outcome as the response carries it: the handlers (`server/`) still take bare
+/// offsets, so the log's [`AppendInfo`] is unwrapped here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducedOffsets {
+    pub base_offset: i64,
+    /// The time stamped on the batches for LogAppendTime logs, else -1.
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+}
+
+impl From<AppendInfo> for ProducedOffsets {
+    fn from(info: AppendInfo) -> Self {
+        ProducedOffsets {
+            base_offset: info.base_offset.0,
+            log_append_time_ms: info.log_append_time_ms,
+            log_start_offset: info.log_start_offset.0,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum PartitionResult {
-    Produce(Result<AppendInfo, PartitionError>),
+    Produce(Result<ProducedOffsets, PartitionError>),
     Fetch(Result<FetchedData, PartitionError>),
     /// (offset, timestamp); offset -1 when no record matches.
     ListOffsets(Result<OffsetAnswer, PartitionError>),

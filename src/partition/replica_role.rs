@@ -191,7 +191,7 @@ impl Partition {
         if !self.is_replicated() {
             return false;
         }
-        let hw = self.high_watermark();
+        let hw = Offset(self.high_watermark());
         let moved = self.log.checkpointed_high_watermark() != Some(hw);
         self.log.note_high_watermark(hw);
         moved

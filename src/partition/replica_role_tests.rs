@@ -188,7 +188,7 @@ fn a_leaders_hw_follows_its_in_sync_follower_and_answers_acks_all() {
             crate::runtime::spawn(async move {
                 p.wait_acks_all(
                     Some(LeaderEpoch(4)),
-                    info.last_offset,
+                    info.last_offset.0,
                     Duration::from_secs(30),
                 )
                 .await
@@ -226,7 +226,7 @@ fn a_hw_move_answers_the_acks_all_waiters_it_passed_and_no_others() {
                 .produce(&leader_batch(base, 3, -1, None), options)
                 .await
                 .expect("append");
-            lasts.push(info.last_offset);
+            lasts.push(info.last_offset.0);
         }
         p.after_leader_append();
         let wait = |last: i64| {
@@ -318,7 +318,7 @@ fn losing_leadership_answers_acks_all_at_once() {
             crate::runtime::spawn(async move {
                 p.wait_acks_all(
                     Some(LeaderEpoch(4)),
-                    info.last_offset,
+                    info.last_offset.0,
                     Duration::from_secs(30),
                 )
                 .await

@@ -16,7 +16,9 @@ use crate::model::BrokerId;
 use crate::partition::error::{log_error, produce_error, PartitionError};
 use crate::partition::fetch_budget::{FetchBudget, ReadLimit};
 use crate::partition::offsets_reader::OffsetsReader;
-use crate::partition::ops::{FetchReader, FetchedData, OffsetAnswer, PartitionOp, PartitionResult};
+use crate::partition::ops::{
+    FetchReader, FetchedData, OffsetAnswer, PartitionOp, PartitionResult, ProducedOffsets,
+};
 use crate::partition::{AppendWaker, Partition};
 use crate::runtime;
 use crate::util::shutdown::ShutdownSignal;
@@ -43,7 +45,8 @@ impl PartitionManager {
                 ..
             } => PartitionResult::Produce(
                 self.produce_on(&p, &records, durable, now_ms, acks_all, timeout_ms)
-                    .await,
+                    .await
+                    .map(ProducedOffsets::from),
             ),
             PartitionOp::Fetch {
                 offset,
@@ -111,7 +114,7 @@ impl PartitionManager {
         let info = p.produce(records, options).await.map_err(produce_error)?;
         p.after_leader_append();
         if acks_all {
-            p.wait_acks_all(epoch, info.last_offset, Duration::from_millis(timeout_ms))
+            p.wait_acks_all(epoch, info.last_offset.0, Duration::from_millis(timeout_ms))
                 .await?;
         }
         Ok(info)
