@@ -166,20 +166,24 @@ impl Log {
         self.acquire_exclusive().await?;
         let online = self.inner.state.borrow().check_online(&self.inner.dir);
         let result = match online {
-            Ok(()) => self.inner.guard(self.start_over_exclusive(start)).await,
+            Ok(()) => {
+                self.inner
+                    .guard(self.start_over_exclusive(Offset(start)))
+                    .await
+            }
             Err(offline) => Err(offline),
         };
         self.release_exclusive();
         result
     }
 
-    async fn start_over_exclusive(&self, start: i64) -> Result<(), LogError> {
+    async fn start_over_exclusive(&self, start: Offset) -> Result<(), LogError> {
         let dir = self.inner.dir.clone();
         let (bases, io_mode) = {
             let st = self.inner.state.borrow();
-            if Offset(start) <= st.next_offset() {
+            if start <= st.next_offset() {
                 return Err(LogError::OffsetOutOfRange {
-                    offset: start,
+                    offset: start.0,
                     log_start: st.log_start_offset.0,
                     log_end: st.next_offset().0,
                 });
@@ -197,8 +201,8 @@ impl Log {
         // The new start, durable before any file goes (every checkpoint from here on says so).
         {
             let mut st = self.inner.state.borrow_mut();
-            st.log_start_offset = Offset(start);
-            st.recovery_point = Offset(start);
+            st.log_start_offset = start;
+            st.recovery_point = start;
         }
         self.inner.write_checkpoint(|_| {}).await?;
         for base in bases.iter().rev() {
@@ -211,7 +215,7 @@ impl Log {
             .await
             .map_err(|e| LogError::from_sync(&dir, "syncing the log directory", e))?;
         let now = (self.inner.clock)();
-        let mut fresh = Segment::new(Offset(start), now, io_mode);
+        let mut fresh = Segment::new(start, now, io_mode);
         fresh.mark_all_written();
         fresh
             .load_tail()
@@ -220,11 +224,11 @@ impl Log {
         {
             let mut st = self.inner.state.borrow_mut();
             st.segments = vec![fresh];
-            st.written_end = Offset(start);
+            st.written_end = start;
             st.unflushed_records = 0;
             st.oldest_unflushed_ms = None;
         }
-        tracing::info!(dir = %dir.display(), start, "log emptied and restarted at the leader's log start");
+        tracing::info!(dir = %dir.display(), start = start.0, "log emptied and restarted at the leader's log start");
         Ok(())
     }
 }
