@@ -9,6 +9,7 @@
 use libfuzzer_sys::fuzz_target;
 use ringbroker::idempotence::producer_snapshot::{decode, encode};
 use ringbroker::idempotence::producer_state::{increment_sequence, ProducerBatch};
+use ringbroker::model::Offset;
 
 #[global_allocator]
 static ALLOCATOR: ringbroker::alloc_guard::GuardedAllocator =
@@ -49,7 +50,7 @@ fuzz_target!(|input: &[u8]| {
             last_seq: increment_sequence(first_seq, i as i32),
         };
         let _ = table.check(&batch, 0);
-        let at = snapshot.offset.saturating_add(i as i64);
+        let at = Offset(snapshot.offset.0.saturating_add(i as i64));
         table.replay(&batch, at, at, 0, 0);
     }
     table.truncate_to(snapshot.offset);
