@@ -513,7 +513,7 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         "offsets.topic.replication.factor",
         int(POSITIVE),
         "3",
-        "Replication factor of __consumer_offsets (capped by the live brokers)."
+        "Replication factor of __consumer_offsets (cluster mode: created once this many brokers are live)."
     ),
     kraft!(
         "process.roles",

@@ -61,7 +61,7 @@ pub struct KraftConfig {
     /// `replica.fetch.response.max.bytes`: a follower's whole fetch, so what one shard has
     /// in flight from its leaders is at most this times the brokers it follows.
     pub replica_fetch_response_max_bytes: u64,
-    /// `offsets.topic.replication.factor` (capped by the live brokers at creation).
+    /// `offsets.topic.replication.factor` (created once that many brokers are live).
     pub offsets_topic_replication_factor: i32,
 }
 

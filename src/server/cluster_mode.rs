@@ -420,47 +420,63 @@ async fn follow_applied(
 
 /// Creates `__consumer_offsets` through the controller once this broker is part of the
 /// cluster (Kafka creates it on the first FindCoordinator): retried until some broker's
-/// attempt committed.
+/// attempt committed. Only with `offsets.topic.replication.factor` live brokers, as Kafka:
+/// a topic created with fewer replicas would stay under-replicated (nothing adds replicas to
+/// a partition), so every group's offsets would live on fewer brokers than the operator asked
+/// for. Until then FindCoordinator answers COORDINATOR_NOT_AVAILABLE and the operator is told
+/// why, every [`OFFSETS_TOPIC_WARN_EVERY`].
 async fn create_offsets_topic(
     shard: Rc<Shard>,
     view: Rc<MetadataView>,
     wanted: i32,
     shutdown: Rc<ShutdownSignal>,
 ) {
-    let mut first_live: Option<std::time::Instant> = None;
+    let mut warned: Option<std::time::Instant> = None;
     while !shutdown.is_triggered() {
         // Read and released before any await (the view is a borrowed cell).
-        let (exists, live) = {
+        let (existing_rf, live) = {
             let meta = view.get();
-            let exists = meta
+            let existing_rf = meta
                 .topic_by_name(crate::group::api::OFFSETS_TOPIC)
-                .is_some();
-            (exists, meta.brokers().filter(|b| !b.fenced).count() as i32)
+                .map(|t| t.partitions.iter().map(|p| p.replicas.len()).min());
+            (
+                existing_rf,
+                meta.brokers().filter(|b| !b.fenced).count() as i32,
+            )
         };
-        if exists {
+        if let Some(rf) = existing_rf {
+            // Earlier releases capped the factor by the live brokers; such a topic cannot be
+            // repaired until partition reassignment exists, so say so once.
+            if let Some(rf) = rf.filter(|rf| (*rf as i32) < wanted) {
+                tracing::warn!(
+                    replicas = rf,
+                    wanted,
+                    "{} has fewer replicas than offsets.topic.replication.factor; it was created so by an earlier release",
+                    crate::group::api::OFFSETS_TOPIC
+                );
+            }
             return;
         }
-        if live > 0 {
-            let since = *first_live.get_or_insert_with(std::time::Instant::now);
-            // `offsets.topic.replication.factor`, capped by the live brokers once the others
-            // had a while to register (a cluster starting up registers within seconds).
-            if live >= wanted || since.elapsed() >= OFFSETS_TOPIC_WAIT {
-                // A stopping broker does not wait for the controller's answer (up to twice
-                // the 30 s forward timeout when a voter hangs): the stop would outlast
-                // its supervisor's patience.
-                futures_lite::future::or(
-                    shard.ensure_offsets_topic(wanted.min(live)),
-                    shutdown.wait(),
-                )
-                .await;
-            }
+        if live >= wanted {
+            // A stopping broker does not wait for the controller's answer (up to twice the
+            // 30 s forward timeout when a voter hangs): the stop would outlast its
+            // supervisor's patience.
+            futures_lite::future::or(shard.ensure_offsets_topic(wanted), shutdown.wait()).await;
+        } else if live > 0 && warned.is_none_or(|at| at.elapsed() >= OFFSETS_TOPIC_WARN_EVERY) {
+            warned = Some(std::time::Instant::now());
+            tracing::warn!(
+                live,
+                wanted,
+                "{} is not created yet: offsets.topic.replication.factor={wanted} needs {wanted} live brokers, {live} registered; consumer groups answer COORDINATOR_NOT_AVAILABLE until then",
+                crate::group::api::OFFSETS_TOPIC
+            );
         }
         futures_lite::future::or(runtime::sleep(Duration::from_secs(1)), shutdown.wait()).await;
     }
 }
 
-/// How long the offsets topic waits for `offsets.topic.replication.factor` live brokers.
-const OFFSETS_TOPIC_WAIT: Duration = Duration::from_secs(10);
+/// How often a broker waiting for enough live brokers for `__consumer_offsets` says so.
+const OFFSETS_TOPIC_WARN_EVERY: Duration = Duration::from_secs(30);
 
 impl ClusterTasks {
     /// Stops the tasks, then the Raft node.
