@@ -170,6 +170,15 @@ def missing_apis(versions, keys):
     return [f"{name} ({k})" for k, name in sorted(keys.items()) if k not in versions]
 
 
+def tail(path, n=3):
+    """The last n lines of a file (a broker's log), joined with ` | `; empty if unreadable."""
+    try:
+        with open(path) as f:
+            return " | ".join(f.read().splitlines()[-n:])
+    except OSError:
+        return ""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
