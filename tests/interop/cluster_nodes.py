@@ -300,6 +300,41 @@ class Cluster:
         return None, None
 
 
+def delivery_recorder(producer, pending):
+    """An on_delivery callback: each report goes to producer.acks or producer.failed (as
+    jepsen_checker takes them) and its value leaves `pending`."""
+
+    def on_delivery(err, msg):
+        v = msg.value().decode()
+        pending.discard(v)
+        if err is None:
+            producer.acks.append({"value": v, "partition": msg.partition(), "offset": msg.offset()})
+        else:
+            producer.failed.append({"value": v, "error": err.name()})
+
+    return on_delivery
+
+
+def stop_producers(producers, flush_s):
+    """Tells every ProducerThread to stop and waits (bounded) for each to flush and end."""
+    for p in producers:
+        p.stop_at.set()
+    for p in producers:
+        p.join(flush_s + 15)
+
+
+def check_producers(producers, rep, log, flush_s):
+    """After stop_producers: each stopped cleanly and flushed everything; a summary line each."""
+    for p in producers:
+        rep.check(not p.is_alive() and p.crashed is None, f"producer {p.idx} stopped cleanly",
+                  "still running after its flush bound" if p.is_alive() else p.crashed)
+        rep.check(p.left_after_flush == 0, f"producer {p.idx} flushed every record",
+                  f"{p.left_after_flush} still queued after {flush_s:.0f}s")
+        log(f"producer {p.idx}: {p.sent} sent, {len(p.acks)} acknowledged, {len(p.failed)} failed "
+            f"({sorted({f['error'] for f in p.failed})[:5]}), {len(p.unknown)} unknown; client errors {p.errors}; "
+            f"fatal {p.fatal[:3]}")
+
+
 class ProducerThread(threading.Thread):
     """An idempotent acks=all confluent-kafka producer in a thread: produces `<name>-<seq>` to
     `topic` at `rate` records/s, keyed over 32 keys, until told to stop, and records every
@@ -358,14 +393,7 @@ class ProducerThread(threading.Thread):
             name = f"{self.prefix}{self.idx}" if gen == 0 else f"{self.prefix}{self.idx}r{gen}"
             pending = set()
 
-            def on_delivery(err, msg, pending=pending):
-                v = msg.value().decode()
-                pending.discard(v)
-                if err is None:
-                    self.acks.append({"value": v, "partition": msg.partition(), "offset": msg.offset()})
-                else:
-                    self.failed.append({"value": v, "error": err.name()})
-
+            on_delivery = delivery_recorder(self, pending)
             p = Producer(self.conf())
             nfatal = len(self.fatal)
             seq = 0

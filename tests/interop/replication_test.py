@@ -534,19 +534,9 @@ def main():
         faults.loop(rejoin_s)
     finally:
         stopped_at = round(time.monotonic() - T0, 2)
-        for p in producers:
-            p.stop_at.set()
-        for p in producers:
-            p.join(FLUSH_S + 15)
+        cluster_nodes.stop_producers(producers, FLUSH_S)
     check_unexpected_exits()
-    for p in producers:
-        rep.check(not p.is_alive() and p.crashed is None, f"producer {p.idx} stopped cleanly",
-                  "still running after its flush bound" if p.is_alive() else p.crashed)
-        rep.check(p.left_after_flush == 0, f"producer {p.idx} flushed every record",
-                  f"{p.left_after_flush} still queued after {FLUSH_S:.0f}s")
-        log(f"producer {p.idx}: {p.sent} sent, {len(p.acks)} acknowledged, {len(p.failed)} failed "
-            f"({sorted({f['error'] for f in p.failed})[:5]}), {len(p.unknown)} unknown; client errors {p.errors}; "
-            f"fatal {p.fatal[:3]}")
+    cluster_nodes.check_producers(producers, rep, log, FLUSH_S)
 
     # Heal: everything running, the ISR back to full, then read.
     for n, b in brokers.items():
