@@ -99,13 +99,14 @@ class Broker:
         """Spawns and waits until ready; while a killed predecessor's ports are still held
         ("in use") retries for up to `rebind_s`. Returns (ok, detail)."""
         t0 = time.monotonic()
+        io0 = common.io_stall_ms()
         while True:
             self.spawn()
             if self.wait_ready():
                 return True, f"ready in {time.monotonic() - t0:.1f}s"
             err = tail(self.base + ".err")
             if self.proc.poll() is None:
-                return False, f"not listening after 20 s: {err}"
+                return False, f"not listening after 20 s{common.io_stall_since(io0)}: {err}"
             self.state = "down"
             if "in use" not in err or time.monotonic() - t0 > rebind_s:
                 return False, f"exited {self.proc.returncode}: {err}"

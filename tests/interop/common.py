@@ -179,6 +179,27 @@ def tail(path, n=3):
         return ""
 
 
+def io_stall_ms():
+    """Milliseconds some task on this machine has waited for I/O since boot (the `some` total of
+    /proc/pressure/io), or None where the kernel does not report it. The difference over a span
+    tells a broker that was slow because the machine's disk stalled (other jobs) from one that was
+    slow by itself."""
+    try:
+        with open("/proc/pressure/io") as f:
+            for line in f:
+                if line.startswith("some "):
+                    return int(line.split("total=", 1)[1]) // 1000
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def io_stall_since(before):
+    """` (the machine's I/O stalled N ms meanwhile)` since io_stall_ms() gave `before`, or ``."""
+    now = io_stall_ms()
+    return "" if before is None or now is None else f" (the machine's I/O stalled {now - before} ms meanwhile)"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

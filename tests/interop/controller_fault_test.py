@@ -177,9 +177,13 @@ def rounds(phase):
     is named in time is a FAIL line, and skipped."""
     for r in range(args.rounds):
         check_unexpected_exits()
+        io0 = common.io_stall_ms()
         c, term = active_controller()
         if rep.check(c is not None, f"{phase} round {r + 1}: an active controller is named", "none"):
             yield r, ("kill" if r % 2 == 0 else "stop"), c, term
+        stalled = common.io_stall_since(io0)
+        if stalled:
+            log(f"{phase} round {r + 1}:{stalled}")
 
 
 def wait_isr(topic, nparts, rf, what):
@@ -190,17 +194,22 @@ def wait_isr(topic, nparts, rf, what):
     return full
 
 
-def watch_controller(seconds, old):
-    """Sleeps `seconds` while asking who the controller is; the first other node named (or None)."""
+FAILOVER_S = 10.0  # a fault is held this much longer at most until another controller is named
+
+
+def watch_controller(seconds, old, since):
+    """Sleeps `seconds` while asking who the controller is, and longer (FAILOVER_S at most) until
+    a node other than `old` is named: the fault then always ends after a failover, or the check
+    fails. (the first other controller named or None, seconds from `since` until it was)"""
     deadline = time.monotonic() + seconds
-    new = None
-    while time.monotonic() < deadline:
+    new = at = None
+    while time.monotonic() < deadline or (new is None and time.monotonic() < deadline + FAILOVER_S):
         if new is None:
             c, _ = cluster.active_controller()
             if c is not None and c != old:
-                new = c
-        time.sleep(max(0.0, min(0.3, deadline - time.monotonic())))
-    return new
+                new, at = c, round(time.monotonic() - since, 1)
+        time.sleep(max(0.0, min(0.3, deadline - time.monotonic())) if new is not None else 0.2)
+    return new, at
 
 
 def create_topic(topic, nparts, rf, config):
@@ -247,10 +256,7 @@ def phase_isr():
         down = rng.uniform(*DOWN_S)
         time.sleep(max(0.0, down - (t_c - t_f)))
         heal(f)
-        new = watch_controller(rng.uniform(*EXTRA_S), c)
-        if new is None:
-            # The survivors may need a little longer: still bounded.
-            new, _ = active_controller(timeout=8, not_node=c)
+        new, new_at = watch_controller(rng.uniform(*EXTRA_S), c, t_c)
         held = round(time.monotonic() - t_c, 1)
         heal(c)
         rep.check(new is not None and new != c,
@@ -258,7 +264,7 @@ def phase_isr():
         full = wait_isr(ISR_TOPIC, NPARTS, RF, f"isr round {r + 1}")
         log(f"isr round {r + 1}: kill -9 follower {f}, then {SIGNAL[kind]} controller "
             f"{c} (term {term}) {'at once' if at_once else (f'after the first shrink ({shrank_before}s)' if shrank_before is not None else 'after no shrink within the bound')}"
-            f"; follower back after {down:.1f}s, controller {DONE[kind]} {held}s, new controller {new}; "
+            f"; follower back after {down:.1f}s, controller {DONE[kind]} {held}s, new controller {new} after {new_at}s; "
             f"{sum(len(p.acks) for p in producers) - acked0} acknowledged meanwhile; "
             f"{'ISR full' if full else 'ISR NOT full'}: {cluster.describe(ISR_TOPIC)}")
     return producers
@@ -354,7 +360,8 @@ def phase_pids():
             sp.bootstrap = cluster.bootstrap(via)
             sp.start()
         down = rng.uniform(*DOWN_S)
-        new = watch_controller(max(0.0, down - (time.monotonic() - t_c)), c)
+        new, new_at = watch_controller(max(0.0, down - (time.monotonic() - t_c)), c, t_c)
+        held = round(time.monotonic() - t_c, 1)
         heal(c)
         for sp in round_producers:
             sp.join(FLUSH_S + 20)
@@ -367,7 +374,7 @@ def phase_pids():
         everyone.extend(round_producers)
         acked = sum(len(sp.acks) for sp in round_producers)
         log(f"pids round {r + 1}: broker {b} restarted, {len(round_producers)} producers, controller {c} (term {term}) "
-            f"{SIGNAL[kind]} for {down:.1f}s, new controller {new}; {acked} of "
+            f"{SIGNAL[kind]} for {held}s, new controller {new} after {new_at}s; {acked} of "
             f"{len(round_producers) * PID_RECORDS} records acknowledged; fatal "
             f"{[f for sp in round_producers for f in sp.fatal][:3]}; errors "
             f"{sorted({e for sp in round_producers for e in sp.errors})}")
@@ -509,7 +516,8 @@ def phase_topics(all_specs):
             fault(c, kind)
         t_c = time.monotonic()
         down = rng.uniform(*DOWN_S)
-        new = watch_controller(down, c)
+        new, new_at = watch_controller(down, c, t_c)
+        held = round(time.monotonic() - t_c, 1)
         heal(c)
         rep.check(new is not None, f"topics round {r + 1}: a new controller while the old one ({c}) was {DONE[kind]}",
                   "none")
@@ -538,7 +546,7 @@ def phase_topics(all_specs):
         rep.check(not bad, f"topics round {r + 1}: every CreateTopics request succeeds, or its retry creates the "
                            f"topic or finds it", bad)
         log(f"topics round {r + 1}: controller {c} (term {term}) {SIGNAL[kind]} "
-            f"{delay:.2f}s after the first request, for {down:.1f}s (new controller {new}); first answers "
+            f"{delay:.2f}s after the first request, for {held}s (new controller {new} after {new_at}s); first answers "
             f"{ {n: f'via {v}: {o}' for n, (v, o) in first.items()} }; after retries {final}")
         check_topics(specs, f"topics round {r + 1}")
 
