@@ -165,6 +165,62 @@ def api_versions(bootstrap, timeout=10.0):
     return out
 
 
+def raw_request(bootstrap, api_key, version, body, timeout=10.0, correlation=7):
+    """Sends one request (header v1, a non-flexible version) to exactly this broker over a raw
+    socket and returns the response body after the correlation id. Client libraries pick the
+    broker themselves (librdkafka's admin client sends CreateTopics to the node Metadata names
+    controller); this does not."""
+    host, port = parse_bootstrap(bootstrap)
+    client_id = b"interop-raw"
+    req = struct.pack(">hhih", api_key, version, correlation, len(client_id)) + client_id + body
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(struct.pack(">i", len(req)) + req)
+        (size,) = struct.unpack(">i", _recv_exact(s, 4))
+        resp = _recv_exact(s, size)
+    (corr,) = struct.unpack(">i", resp[:4])
+    if corr != correlation:
+        raise RuntimeError(f"correlation {corr}, sent {correlation}")
+    return resp[4:]
+
+
+def _str(v):
+    b = v.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+ERROR_NAMES = {0: "NONE", 7: "REQUEST_TIMED_OUT", 36: "TOPIC_ALREADY_EXISTS", 37: "INVALID_PARTITIONS",
+               38: "INVALID_REPLICATION_FACTOR", 41: "NOT_CONTROLLER", 40: "INVALID_CONFIG"}
+
+
+def create_topics_raw(bootstrap, specs, timeout_ms=25000, timeout=35.0):
+    """CreateTopics v4 with `specs` [(name, partitions, RF, {config: value})] sent to this broker
+    itself; {name: (error name, message)} (NONE when created)."""
+    body = struct.pack(">i", len(specs))
+    for name, nparts, rf, config in specs:
+        body += _str(name) + struct.pack(">ihi", nparts, rf, 0) + struct.pack(">i", len(config))
+        for k, v in config.items():
+            body += _str(k) + _str(v)
+    body += struct.pack(">i?", timeout_ms, False)
+    resp = raw_request(bootstrap, API_CREATE_TOPICS, 4, body, timeout)
+    pos = 4  # throttle_time_ms
+    (n,) = struct.unpack(">i", resp[pos:pos + 4])
+    pos += 4
+    out = {}
+    for _ in range(n):
+        (ln,) = struct.unpack(">h", resp[pos:pos + 2])
+        name = resp[pos + 2:pos + 2 + ln].decode()
+        pos += 2 + ln
+        code, mlen = struct.unpack(">hh", resp[pos:pos + 4])
+        pos += 4
+        msg = None
+        if mlen >= 0:
+            msg = resp[pos:pos + mlen].decode(errors="replace")
+            pos += mlen
+        out[name] = (ERROR_NAMES.get(code, f"error {code}"), msg)
+    return out
+
+
 def missing_apis(versions, keys):
     """`Name (key)` for each of `keys` (a {key: name} dict) that ApiVersions did not list."""
     return [f"{name} ({k})" for k, name in sorted(keys.items()) if k not in versions]

@@ -36,11 +36,19 @@ timings), alternating kill -9 and SIGSTOP of the controller:
            the rest are spread over the brokers up at the time (a killed C allocates a new
            block from the new controller once it is back).
   topics   per round six CreateTopics requests (1-8 partitions, RF 1-3, some with configs), half
-           through C, half through another node, C faulted 0-0.25 s after the first; a request
+           from librdkafka's admin client (which sends them to the node Metadata names controller:
+           C), half raw CreateTopics v4 to another node, which forwards them to the controller;
+           C faulted 0-0.25 s after the first; a request
            that got an error is retried (bounded) until created or TOPIC_ALREADY_EXISTS (the
            errors seen: a transport error from the killed C, TOPIC_ALREADY_EXISTS on the retry
            when C had committed the topic before it died, INVALID_REPLICATION_FACTOR for RF 3
            while only two brokers are live, as Kafka answers).
+
+A controller fault lasts 4-6 s (the isr phase: until 1.5-2.5 s after F is back), and longer, up to
+10 s more, until another node is named controller: every fault ends after a failover, or fails.
+A round's log line says when the new controller was first named, and how long the machine's I/O
+stalled meanwhile (/proc/pressure/io: a slow restart during a stall of the shared disk is told
+apart from a slow broker).
 
 Checked: a new controller during every fault; every ISR full again after every round (bounded);
 for `ctrl-isr` and `ctrl-pids` the checker over the history (every acknowledged record read
@@ -57,6 +65,7 @@ process is stopped at the end (SIGCONT first if paused), also on failure. CI abo
 """
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import logging
@@ -64,6 +73,7 @@ import os
 import random
 import re
 import signal
+import struct
 import sys
 import threading
 import time
@@ -128,17 +138,12 @@ def log(msg):
     print(f"== {rep.name}: [{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
 
-def now():
-    return round(time.monotonic() - T0, 1)
-
-
 # ---------------------------------------------------------------- the controller
 
-def active_controller(timeout=CONTROLLER_S, not_node=None):
-    """(node, term) of the active controller once one is named (other than `not_node` if given),
-    waiting at most `timeout`; (None, None) if none."""
-    got = common.wait_until(lambda: (c := cluster.active_controller())[0] is not None and c[0] != not_node and c,
-                            timeout, interval=0.2)
+def active_controller(timeout=CONTROLLER_S):
+    """(node, term) of the active controller once one is named, waiting at most `timeout`;
+    (None, None) if none."""
+    got = common.wait_until(lambda: (c := cluster.active_controller())[0] is not None and c, timeout, interval=0.2)
     return got or (None, None)
 
 
@@ -363,8 +368,9 @@ def phase_pids():
         new, new_at = watch_controller(max(0.0, down - (time.monotonic() - t_c)), c, t_c)
         held = round(time.monotonic() - t_c, 1)
         heal(c)
+        deadline = time.monotonic() + FLUSH_S + 30  # one bound for all: they ran side by side
         for sp in round_producers:
-            sp.join(FLUSH_S + 20)
+            sp.join(max(0.0, deadline - time.monotonic()))
         rep.check(new is not None, f"pids round {r + 1}: a new controller while the old one ({c}) was {DONE[kind]}",
                   "none")
         stuck = [sp.pname for sp in round_producers if sp.is_alive() or sp.crashed or sp.left]
@@ -484,10 +490,20 @@ def create_async(admin, spec):
                                request_timeout=30)[name]
 
 
-def outcome(fut, timeout):
+def create_raw(via, spec):
+    """CreateTopics v4 sent to broker `via` itself: None when created, else the error's name."""
     try:
-        fut.result(timeout=timeout)
-        return "created"
+        code, msg = common.create_topics_raw(cluster.bootstrap(via), [spec])[spec[0]]
+    except (OSError, RuntimeError, struct.error) as e:
+        return f"raw: {type(e).__name__}: {e}"
+    return None if code == "NONE" else (code if not msg else f"{code} ({msg})")
+
+
+def outcome(fut, timeout):
+    """"created", or what the request's answer (librdkafka's future or create_raw's) says."""
+    try:
+        got = fut.result(timeout=timeout)
+        return "created" if got is None else got
     except KafkaException as e:
         return e.args[0].name() if e.args and hasattr(e.args[0], "name") else str(e)
     except Exception as e:  # noqa: BLE001
@@ -499,15 +515,19 @@ def phase_topics(all_specs):
         other = rng.choice([n for n in NODES if n != c])
         specs = topic_specs(r)
         all_specs.extend(specs)
-        admins = {c: cluster.admin(c, **{"socket.timeout.ms": 10000}),
-                  other: cluster.admin(other, **{"socket.timeout.ms": 10000})}
+        # librdkafka's admin client sends CreateTopics to the node Metadata names controller, C;
+        # a raw request to the other node makes that broker forward it to the controller.
+        admin = cluster.admin(other, **{"socket.timeout.ms": 10000})
+        raw = concurrent.futures.ThreadPoolExecutor(max_workers=len(specs))
         futs = {}
         delay = rng.uniform(0.0, 0.25)
         t_first = time.monotonic()
         faulted = False
         for i, spec in enumerate(specs):
-            via = c if i % 2 == 0 else other
-            futs[spec[0]] = (via, create_async(admins[via], spec))
+            if i % 2 == 0:
+                futs[spec[0]] = (f"librdkafka to {c}", create_async(admin, spec))
+            else:
+                futs[spec[0]] = (f"raw to {other}", raw.submit(create_raw, other, spec))
             if not faulted and time.monotonic() - t_first >= delay:
                 fault(c, kind)
                 faulted = True
@@ -522,6 +542,7 @@ def phase_topics(all_specs):
         rep.check(new is not None, f"topics round {r + 1}: a new controller while the old one ({c}) was {DONE[kind]}",
                   "none")
         first = {name: (via, outcome(f, 45)) for name, (via, f) in futs.items()}
+        raw.shutdown(wait=False)
         # A request that failed is retried through a healthy node until it is created or exists.
         final = {}
         for spec in specs:
@@ -547,7 +568,7 @@ def phase_topics(all_specs):
                            f"topic or finds it", bad)
         log(f"topics round {r + 1}: controller {c} (term {term}) {SIGNAL[kind]} "
             f"{delay:.2f}s after the first request, for {held}s (new controller {new} after {new_at}s); first answers "
-            f"{ {n: f'via {v}: {o}' for n, (v, o) in first.items()} }; after retries {final}")
+            f"{ {n: f'{v}: {o}' for n, (v, o) in first.items()} }; after retries {final}")
         check_topics(specs, f"topics round {r + 1}")
 
 
