@@ -342,11 +342,11 @@ class ProducerThread(threading.Thread):
     delivery report. After a fatal error it goes on with a new client (`<prefix><idx>r<gen>`,
     so a new producer id); what the old one had not reported is `unknown`."""
 
-    def __init__(self, idx, topic, rate, bootstrap, logger, log, flush_s, prefix="p"):
+    def __init__(self, idx, topic, rate, bootstrap, logger, log, flush_s, prefix="p", message_timeout_ms=30000):
         super().__init__(daemon=True, name=f"producer-{prefix}{idx}")
         self.idx = idx
         self.topic, self.rate, self.bootstrap, self.logger, self.log = topic, rate, bootstrap, logger, log
-        self.flush_s, self.prefix = flush_s, prefix
+        self.flush_s, self.prefix, self.message_timeout_ms = flush_s, prefix, message_timeout_ms
         self.stop_at = threading.Event()
         self.acks, self.failed, self.unknown = [], [], []
         self.errors = {}  # non-fatal client errors by name (information)
@@ -362,7 +362,7 @@ class ProducerThread(threading.Thread):
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
-            "message.timeout.ms": 30000,
+            "message.timeout.ms": self.message_timeout_ms,
             "request.timeout.ms": 5000,
             "socket.timeout.ms": 10000,
             "retry.backoff.ms": 50,
