@@ -19,14 +19,14 @@ leader is unknown, so it is not what the faults aim at). Each phase runs --round
 RINGBROKER_CONTROLLER_FAULT_ROUNDS; CI 4, so that the isr phase runs kill -9 and SIGSTOP in both
 timings), alternating kill -9 and SIGSTOP of the controller:
 
-  isr      two acks=all idempotent producers (100 records/s each) on `ctrl-isr` (3 partitions,
-           RF 3, min.insync.replicas=2). A round kill -9s a follower F (another node than the
-           controller C, following a partition the third node leads), and faults C either at
-           once (rounds 1, 2 of every 4) or as soon as the first ISR shrink shows in the
-           metadata (rounds 3, 4: the controller dies with the other partitions' shrinks in
-           flight). Two of three voters
-           down is a lost quorum, so F is restarted after 4-6 s: F and the third node elect a new
-           controller that must commit the pending shrinks and F's return while C is still
+  isr      two acks=all idempotent producers (100 records/s each, message.timeout.ms 120 s: see
+           ISR_MESSAGE_TIMEOUT_MS) on `ctrl-isr` (3 partitions, RF 3, min.insync.replicas=2). A
+           round kill -9s a follower F (another node than the controller C, following a
+           partition the third node leads), and faults C either at once (rounds 1, 2 of every
+           4) or as soon as the first ISR shrink shows in the metadata (rounds 3, 4: the
+           controller dies with the other partitions' shrinks in flight). Two of three voters
+           down is a lost quorum, so F is restarted after 4-6 s: F and the third node elect a
+           new controller that must commit the pending shrinks and F's return while C is still
            faulted (1.5-2.5 s more); then C is healed. Bounded wait until every ISR is full.
   pids     short-lived idempotent producers (--pid-producers per round, CI 20, 6 at a time, 10
            records each on `ctrl-pids`, RF 3), each bootstrapped at one broker. A round first
