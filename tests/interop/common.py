@@ -165,9 +165,95 @@ def api_versions(bootstrap, timeout=10.0):
     return out
 
 
+def raw_request(bootstrap, api_key, version, body, timeout=10.0, correlation=7):
+    """Sends one request (header v1, a non-flexible version) to exactly this broker over a raw
+    socket and returns the response body after the correlation id. Client libraries pick the
+    broker themselves (librdkafka's admin client sends CreateTopics to the node Metadata names
+    controller); this does not."""
+    host, port = parse_bootstrap(bootstrap)
+    client_id = b"interop-raw"
+    req = struct.pack(">hhih", api_key, version, correlation, len(client_id)) + client_id + body
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(struct.pack(">i", len(req)) + req)
+        (size,) = struct.unpack(">i", _recv_exact(s, 4))
+        resp = _recv_exact(s, size)
+    (corr,) = struct.unpack(">i", resp[:4])
+    if corr != correlation:
+        raise RuntimeError(f"correlation {corr}, sent {correlation}")
+    return resp[4:]
+
+
+def _str(v):
+    b = v.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+ERROR_NAMES = {0: "NONE", 7: "REQUEST_TIMED_OUT", 36: "TOPIC_ALREADY_EXISTS", 37: "INVALID_PARTITIONS",
+               38: "INVALID_REPLICATION_FACTOR", 41: "NOT_CONTROLLER", 40: "INVALID_CONFIG"}
+
+
+def create_topics_raw(bootstrap, specs, timeout_ms=25000, timeout=35.0):
+    """CreateTopics v4 with `specs` [(name, partitions, RF, {config: value})] sent to this broker
+    itself; {name: (error name, message)} (NONE when created)."""
+    body = struct.pack(">i", len(specs))
+    for name, nparts, rf, config in specs:
+        body += _str(name) + struct.pack(">ihi", nparts, rf, 0) + struct.pack(">i", len(config))
+        for k, v in config.items():
+            body += _str(k) + _str(v)
+    body += struct.pack(">i?", timeout_ms, False)
+    resp = raw_request(bootstrap, API_CREATE_TOPICS, 4, body, timeout)
+    pos = 4  # throttle_time_ms
+    (n,) = struct.unpack(">i", resp[pos:pos + 4])
+    pos += 4
+    out = {}
+    for _ in range(n):
+        (ln,) = struct.unpack(">h", resp[pos:pos + 2])
+        name = resp[pos + 2:pos + 2 + ln].decode()
+        pos += 2 + ln
+        code, mlen = struct.unpack(">hh", resp[pos:pos + 4])
+        pos += 4
+        msg = None
+        if mlen >= 0:
+            msg = resp[pos:pos + mlen].decode(errors="replace")
+            pos += mlen
+        out[name] = (ERROR_NAMES.get(code, f"error {code}"), msg)
+    return out
+
+
 def missing_apis(versions, keys):
     """`Name (key)` for each of `keys` (a {key: name} dict) that ApiVersions did not list."""
     return [f"{name} ({k})" for k, name in sorted(keys.items()) if k not in versions]
+
+
+def tail(path, n=3):
+    """The last n lines of a file (a broker's log), joined with ` | `; empty if unreadable."""
+    try:
+        with open(path) as f:
+            return " | ".join(f.read().splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def io_stall_ms():
+    """Milliseconds some task on this machine has waited for I/O since boot (the `some` total of
+    /proc/pressure/io), or None where the kernel does not report it. The difference over a span
+    tells a broker that was slow because the machine's disk stalled (other jobs) from one that was
+    slow by itself."""
+    try:
+        with open("/proc/pressure/io") as f:
+            for line in f:
+                if line.startswith("some "):
+                    return int(line.split("total=", 1)[1]) // 1000
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def io_stall_since(before):
+    """` (the machine's I/O stalled N ms meanwhile)` since io_stall_ms() gave `before`, or ``."""
+    now = io_stall_ms()
+    return "" if before is None or now is None else f" (the machine's I/O stalled {now - before} ms meanwhile)"
 
 
 def free_port():

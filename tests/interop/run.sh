@@ -17,7 +17,10 @@
 # idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy, and
 # cluster_test.py and replication_test.py (RF 3 under kill -9 / SIGSTOP / cut links, a
 # Jepsen-style checker) each with a cluster of their own; RINGBROKER_REPLICATION_SOAK_SECS=N
-# makes the replication test a long run. replication_test.py runs twice more with kafkajs and
+# makes the replication test a long run. controller_fault_test.py (a cluster of its own) kill -9s
+# and SIGSTOPs the active controller during ISR changes, producer-id allocation and topic
+# creation; RINGBROKER_CONTROLLER_FAULT_ROUNDS=N runs N rounds of each instead of 4.
+# replication_test.py runs twice more with kafkajs and
 # rskafka (examples/rskafka_failover.rs, built here in debug; RSKAFKA_FAILOVER_BIN=path uses that
 # binary) as the client, under kill -9 of partition leaders.
 # Current Go clients (IBM/sarama, segmentio/kafka-go, twmb/franz-go + kadm; tests/interop/gomod,
@@ -397,6 +400,13 @@ run_client jepsen-checker 30 python3 "$HERE/jepsen_checker.py" --self-test
 # long instead of 100.
 run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
   python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK"
+# Faults of the active controller (kill -9 / SIGSTOP, found with `ringbroker cluster status`): during
+# ISR changes (a follower killed too), producer-id allocation (short-lived idempotent producers,
+# each producer id's batches checked in the dumped logs) and CreateTopics; 3 nodes of its own (data
+# $WORK/ctrl-N, logs $WORK/broker-ctrl-N-*, $WORK/controller-fault-clients.log).
+# RINGBROKER_CONTROLLER_FAULT_ROUNDS=N runs N rounds of each phase instead of 4 (about 2 minutes).
+run_client controller-fault $((${RINGBROKER_CONTROLLER_FAULT_ROUNDS:-4} * 60 + 180)) \
+  python3 "$HERE/controller_fault_test.py" --bin "$BIN" --work "$WORK"
 # The same cluster and checker with kafkajs (tests/interop/kafkajs/failover.js: idempotent producers)
 # and rskafka (examples/rskafka_failover.rs: no idempotence, retried by the program) as the client:
 # 4 kill -9s of a partition leader each; the client must fail over by itself (data
