@@ -65,6 +65,13 @@ impl Client {
         }
     }
 
+    /// The shard of a broker with `shards` shards that serves this connection (steered by
+    /// its source port).
+    pub fn shard(&self, shards: usize) -> usize {
+        let port = self.stream.local_addr().expect("local address").port();
+        ringbroker::runtime::port_steering::shard_for_port(port, shards)
+    }
+
     pub fn with_client_id(mut self, id: &'static str) -> Client {
         self.client_id = id;
         self
