@@ -9,9 +9,6 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
-use kafka_protocol::messages::metadata_response::MetadataResponse;
-use kafka_protocol::messages::ApiKey;
 use uuid::Uuid;
 
 mod broker;
@@ -193,35 +190,6 @@ fn delete_renames_at_once_and_removes_in_the_background_and_at_start() {
     broker.stop_cleanly();
 }
 
-/// Metadata v`version` for `names` (`None`: every topic): (name, error code, partitions).
-fn listing(
-    c: &mut broker::Client,
-    version: i16,
-    names: Option<&[&str]>,
-    auto_create: bool,
-) -> Vec<(String, i16, usize)> {
-    let mut req = MetadataRequest::default();
-    req.topics = names.map(|names| {
-        names
-            .iter()
-            .map(|n| {
-                let mut t = MetadataRequestTopic::default();
-                t.name = Some(broker::topic_name(n));
-                t
-            })
-            .collect()
-    });
-    req.allow_auto_topic_creation = auto_create;
-    let resp: MetadataResponse = c.call(ApiKey::Metadata, version, &req);
-    resp.topics
-        .iter()
-        .map(|t| {
-            let name = t.name.as_ref().map_or(String::new(), |n| n.0.to_string());
-            (name, t.error_code, t.partitions.len())
-        })
-        .collect()
-}
-
 /// kafka-go's `testDeleteTopics`: right after DeleteTopics answers, the next Metadata on any
 /// shard lists neither topic, by name it answers UNKNOWN_TOPIC_OR_PARTITION, and so does the
 /// auto-creating Metadata v6 kafka-go sends, without partitions, as Kafka's KRaft broker does
@@ -251,12 +219,12 @@ fn a_deleted_topic_is_gone_from_the_next_metadata_on_every_shard() {
         assert_eq!(admin.delete_topic(Some(name), Uuid::nil()).0, NONE);
     }
     for (shard, c) in on_shard.iter_mut().enumerate() {
-        let all = listing(c, 12, None, false);
+        let all = c.listing(12, None, false);
         assert!(
             all.iter().all(|(n, _, _)| !names.contains(&n.as_str())),
             "shard {shard} lists a deleted topic: {all:?}"
         );
-        let by_name = listing(c, 12, Some(&names), false);
+        let by_name = c.listing(12, Some(&names), false);
         for t in &by_name {
             assert_eq!(
                 (t.1, t.2),
@@ -267,11 +235,11 @@ fn a_deleted_topic_is_gone_from_the_next_metadata_on_every_shard() {
     }
     // kafka-go's ReadPartitions: Metadata v6, auto-creation allowed.
     let c = &mut on_shard[1];
-    for t in listing(c, 6, Some(&names), true) {
+    for t in c.listing(6, Some(&names), true) {
         assert_eq!((t.1, t.2), (UNKNOWN_TOPIC_OR_PARTITION, 0), "{t:?}");
     }
     // Created all the same: the next listing has them.
-    for t in listing(c, 6, Some(&names), true) {
+    for t in c.listing(6, Some(&names), true) {
         assert_eq!((t.1, t.2), (NONE, 1), "{t:?}");
     }
     drop(on_shard);
