@@ -4,7 +4,8 @@
 //! `current_leader_epoch`, DeleteRecords past the high watermark OFFSET_OUT_OF_RANGE, and
 //! DeleteRecords answered once the followers' log starts followed the leader's; after a failover, earliest carries the
 //! epoch of its batch and latest the new leader's; every replica checkpoints the HW it knows
-//! on `replica.high.watermark.checkpoint.interval.ms`. Every wait is a bounded number of polls;
+//! on `replica.high.watermark.checkpoint.interval.ms`; DeleteTopics is answered once the broker
+//! asked no longer lists the topic. Every wait is a bounded number of polls;
 //! every process is stopped at the end (and by `Drop` on a failure).
 
 mod broker;
@@ -244,5 +245,53 @@ fn delete_records_waits_for_the_followers_of_live_brokers() {
             "node {} did not stop cleanly on SIGTERM: {status:?}",
             node.id
         );
+    }
+}
+
+/// DeleteTopics in a cluster is answered once the broker that received it applied the
+/// committed deletion: its very next Metadata does not list the topic (by name:
+/// UNKNOWN_TOPIC_OR_PARTITION, also for the auto-creating request kafka-go sends, which
+/// creates it anew through the controller), and the other brokers drop it soon after.
+#[test]
+fn a_deleted_topic_is_gone_from_the_next_metadata_of_the_broker_asked() {
+    const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    let root = tempfile::tempdir().expect("tempdir");
+    let ports = free_ports(6);
+    let voters = voters(&ports);
+    let mut nodes = start_three_with(root.path(), &ports, &voters, None, &[]);
+    wait_for(&nodes, &[0, 1, 2], "three live brokers", |m| {
+        broker_ids(m) == vec![1, 2, 3] && m.controller_id.0 > 0
+    });
+    let created =
+        Client::connect(nodes[0].addr).try_create_replicated_topic("doomed", 1, 3, &[], false);
+    assert_eq!(created.error_code, NONE, "{:?}", created.error_message);
+    for node in &nodes {
+        poll("every broker lists the topic", || {
+            topic_partitions(node, "doomed").map(|_| ())
+        });
+    }
+    // Asked of a broker that is not the one that created it.
+    let mut c = Client::connect(nodes[1].addr);
+    assert_eq!(c.delete_topic(Some("doomed"), uuid::Uuid::nil()).0, NONE);
+    let all = c.listing(12, None, false);
+    assert!(
+        all.iter().all(|(n, _, _)| n != "doomed"),
+        "listed right after its deletion: {all:?}"
+    );
+    let by_name = c.listing(12, Some(&["doomed"]), false);
+    assert_eq!(by_name[0].1, UNKNOWN_TOPIC_OR_PARTITION);
+    for node in &nodes {
+        poll("every broker drops the topic", || {
+            topic_partitions(node, "doomed").is_none().then_some(())
+        });
+    }
+    let auto = c.listing(6, Some(&["doomed"]), true);
+    assert_eq!((auto[0].1, auto[0].2), (UNKNOWN_TOPIC_OR_PARTITION, 0));
+    let again = c.listing(6, Some(&["doomed"]), true);
+    assert_eq!(again[0].1, NONE, "auto-created anew: {again:?}");
+    drop(c);
+    for node in nodes.iter_mut() {
+        let status = node.stop();
+        assert!(status.is_some_and(|s| s.success()), "node {}", node.id);
     }
 }

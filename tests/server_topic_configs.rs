@@ -298,3 +298,92 @@ fn invalid_topic_configs_are_refused_with_kafkas_messages() {
         "compact,delete"
     );
 }
+
+/// Non-incremental AlterConfigs v2 (librdkafka's version) of `configs` on `topic`.
+fn alter_all(c: &mut Client, topic: &str, configs: Vec<AlterableConfig>) -> (i16, String) {
+    let mut r = AlterConfigsResource::default();
+    r.resource_type = TOPIC;
+    r.resource_name = s(topic);
+    r.configs = configs;
+    let mut req = AlterConfigsRequest::default();
+    req.resources = vec![r];
+    let resp: AlterConfigsResponse = c.call(ApiKey::AlterConfigs, 2, &req);
+    let r = &resp.responses[0];
+    outcome(r.error_code, &r.error_message)
+}
+
+/// librdkafka's `test_AlterConfigs_simple`, as its test 0092 (mixed message versions) uses
+/// it: DescribeConfigs v1 with synonyms, then a non-incremental AlterConfigs repeating every
+/// entry described (defaults included) plus `message.format.version=0.10.0.0`, deprecated
+/// since Kafka 3.0 (KIP-724) and ignored (batches stay v2), but still a valid topic config
+/// that Kafka 3.x stores and describes. Told the broker is 3.2 or later, librdkafka leaves the
+/// described `message.format.version` out: accepted, every entry sent becomes an override,
+/// as Kafka stores them. Told nothing (its default, 2.4), it sends the name twice: refused
+/// with INVALID_REQUEST, as Kafka does since 3.2 ("duplicate config keys"), nothing changed.
+#[test]
+fn a_describe_then_alter_of_everything_round_trips() {
+    const INVALID_REQUEST: i16 = 42;
+    let broker = Broker::start(&[]);
+    let mut c = broker.client();
+    assert_eq!(create(&mut c, "roundtrip", &[], false).error_code, 0);
+    let mut r = DescribeConfigsResource::default();
+    r.resource_type = TOPIC;
+    r.resource_name = s("roundtrip");
+    let mut req = DescribeConfigsRequest::default();
+    req.resources = vec![r];
+    req.include_synonyms = true;
+    let resp: DescribeConfigsResponse = c.call(ApiKey::DescribeConfigs, 1, &req);
+    let described = &resp.results[0];
+    assert_eq!(described.error_code, 0);
+    assert_eq!(
+        value(described, "message.format.version"),
+        "3.0-IV1",
+        "described, with Kafka 3.x's default"
+    );
+    let as_described = |skip: Option<&str>| -> Vec<AlterableConfig> {
+        let mut configs: Vec<AlterableConfig> = described
+            .configs
+            .iter()
+            .filter(|e| Some(e.name.as_str()) != skip)
+            .map(|e| {
+                let mut cfg = AlterableConfig::default();
+                cfg.name = e.name.clone();
+                cfg.value = e.value.clone();
+                cfg
+            })
+            .collect();
+        let mut format = AlterableConfig::default();
+        format.name = s("message.format.version");
+        format.value = Some(s("0.10.0.0"));
+        configs.push(format);
+        configs
+    };
+
+    // librdkafka told of a broker older than 3.2: the name twice.
+    let (code, message) = alter_all(&mut c, "roundtrip", as_described(None));
+    assert_eq!(code, INVALID_REQUEST, "{message}");
+    let after = describe(&mut c, "roundtrip");
+    assert_eq!(entry(&after, "retention.ms").config_source, DEFAULT_CONFIG);
+
+    // Told of 3.2 or later: accepted and stored, defaults included.
+    let sent = as_described(Some("message.format.version"));
+    assert!(sent.iter().all(|cfg| cfg.value.is_some()), "no null values");
+    assert_eq!(alter_all(&mut c, "roundtrip", sent), (0, String::new()));
+    let after = describe(&mut c, "roundtrip");
+    assert_eq!(value(&after, "message.format.version"), "0.10.0.0");
+    for name in ["message.format.version", "retention.ms", "cleanup.policy"] {
+        assert_eq!(
+            entry(&after, name).config_source,
+            DYNAMIC_TOPIC_CONFIG,
+            "{name}"
+        );
+    }
+
+    // IncrementalAlterConfigs of it too.
+    assert_eq!(
+        incremental_set(&mut c, "roundtrip", "message.format.version", "2.8-IV1"),
+        (0, String::new())
+    );
+    let after = describe(&mut c, "roundtrip");
+    assert_eq!(value(&after, "message.format.version"), "2.8-IV1");
+}

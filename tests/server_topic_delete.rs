@@ -189,3 +189,60 @@ fn delete_renames_at_once_and_removes_in_the_background_and_at_start() {
     });
     broker.stop_cleanly();
 }
+
+/// kafka-go's `testDeleteTopics`: right after DeleteTopics answers, the next Metadata on any
+/// shard lists neither topic, by name it answers UNKNOWN_TOPIC_OR_PARTITION, and so does the
+/// auto-creating Metadata v6 kafka-go sends, without partitions, as Kafka's KRaft broker does
+/// (it only sends the creation to its controller); the listing after that has the new topic.
+#[test]
+fn a_deleted_topic_is_gone_from_the_next_metadata_on_every_shard() {
+    let broker = Broker::start(&[]);
+    let mut admin = broker.client();
+    let mut on_shard: Vec<Option<broker::Client>> = vec![None, None];
+    for _ in 0..200 {
+        if on_shard.iter().all(Option::is_some) {
+            break;
+        }
+        let c = broker.client();
+        let shard = c.shard(2);
+        on_shard[shard].get_or_insert(c);
+    }
+    let mut on_shard: Vec<broker::Client> = on_shard
+        .into_iter()
+        .map(|c| c.expect("a connection on each of the 2 shards"))
+        .collect();
+    let names = ["gone-a", "gone-b"];
+    for name in names {
+        admin.create_topic(name, 1, &[]);
+    }
+    for name in names {
+        assert_eq!(admin.delete_topic(Some(name), Uuid::nil()).0, NONE);
+    }
+    for (shard, c) in on_shard.iter_mut().enumerate() {
+        let all = c.listing(12, None, false);
+        assert!(
+            all.iter().all(|(n, _, _)| !names.contains(&n.as_str())),
+            "shard {shard} lists a deleted topic: {all:?}"
+        );
+        let by_name = c.listing(12, Some(&names), false);
+        for t in &by_name {
+            assert_eq!(
+                (t.1, t.2),
+                (UNKNOWN_TOPIC_OR_PARTITION, 0),
+                "shard {shard}: {t:?}"
+            );
+        }
+    }
+    // kafka-go's ReadPartitions: Metadata v6, auto-creation allowed.
+    let c = &mut on_shard[1];
+    for t in c.listing(6, Some(&names), true) {
+        assert_eq!((t.1, t.2), (UNKNOWN_TOPIC_OR_PARTITION, 0), "{t:?}");
+    }
+    // Created all the same: the next listing has them.
+    for t in c.listing(6, Some(&names), true) {
+        assert_eq!((t.1, t.2), (NONE, 1), "{t:?}");
+    }
+    drop(on_shard);
+    drop(admin);
+    broker.stop_cleanly();
+}

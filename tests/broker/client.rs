@@ -65,6 +65,13 @@ impl Client {
         }
     }
 
+    /// The shard of a broker with `shards` shards that serves this connection (steered by
+    /// its source port).
+    pub fn shard(&self, shards: usize) -> usize {
+        let port = self.stream.local_addr().expect("local address").port();
+        ringbroker::runtime::port_steering::shard_for_port(port, shards)
+    }
+
     pub fn with_client_id(mut self, id: &'static str) -> Client {
         self.client_id = id;
         self
@@ -179,6 +186,36 @@ impl Client {
         let resp: MetadataResponse = self.call(ApiKey::Metadata, 12, &req);
         let t = &resp.topics[0];
         (t.error_code, t.partitions.len(), t.topic_id)
+    }
+
+    /// Metadata v`version` for `names` (`None`: every topic), auto-creating or not:
+    /// (name, error code, partitions) of each topic answered.
+    pub fn listing(
+        &mut self,
+        version: i16,
+        names: Option<&[&str]>,
+        auto_create: bool,
+    ) -> Vec<(String, i16, usize)> {
+        let mut req = MetadataRequest::default();
+        req.topics = names.map(|names| {
+            names
+                .iter()
+                .map(|n| {
+                    let mut t = MetadataRequestTopic::default();
+                    t.name = Some(topic_name(n));
+                    t
+                })
+                .collect()
+        });
+        req.allow_auto_topic_creation = auto_create;
+        let resp: MetadataResponse = self.call(ApiKey::Metadata, version, &req);
+        resp.topics
+            .iter()
+            .map(|t| {
+                let name = t.name.as_ref().map_or(String::new(), |n| n.0.to_string());
+                (name, t.error_code, t.partitions.len())
+            })
+            .collect()
     }
 
     /// Produce v7, acks=all: one batch of `count` records; returns (error code, base offset).

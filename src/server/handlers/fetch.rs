@@ -37,8 +37,6 @@ use crate::shard::fetch_session::{
     Plan, Position, ReadOutcome, SessionPartition, FINAL_EPOCH, NO_SESSION,
 };
 
-/// Upper bound on one long poll, whatever the client asks.
-const MAX_WAIT_CAP: Duration = Duration::from_secs(30);
 /// The last version answered with legacy message sets.
 const LAST_LEGACY_VERSION: i16 = 3;
 /// The first version naming topics by id.
@@ -78,11 +76,13 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
             }
         })
         .collect();
-    let deadline =
-        Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
+    // As long as the client asks, as Kafka's DelayedFetch waits (kafka-go's conn sends
+    // i32::MAX ms when it has no deadline): a stopping broker still answers at once.
+    let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let max_bytes = response_max_bytes(request.max_bytes, req.config().fetch_max_bytes);
-    // More than the budget can never come (except an oversized first batch).
-    let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes).max(1);
+    // Not capped by `max_bytes`: when min_bytes can never be read, Kafka waits the whole
+    // max wait, and so do we.
+    let min_bytes = request.min_bytes.max(0) as usize;
     // After the deadline, one last look (data may have come just then), then answer.
     let mut last_look = false;
     let mut results: Vec<PartitionResult> = Vec::new();
@@ -94,19 +94,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
         } else {
             keep_unchanged(results, fresh)
         };
-        let total: usize = results
-            .iter()
-            .map(|r| match r {
-                PartitionResult::Fetch(Ok(d)) => d.records.len(),
-                _ => 0,
-            })
-            .sum();
-        let any_error = results
-            .iter()
-            .any(|r| matches!(r, PartitionResult::Fetch(Err(_))));
         let now = Instant::now();
-        let satisfied = total >= min_bytes || any_error || results.is_empty();
-        if satisfied || last_look || now >= deadline {
+        if answer_now(&results, min_bytes) || last_look || now >= deadline {
             return build_response(req, &request, &names, results, max_bytes, &plan);
         }
         let waits = fetch_ops(&request, &names, &results, replica)
@@ -133,6 +122,23 @@ pub async fn handle(req: &Request<'_>) -> Result<Vec<Bytes>, HandlerError> {
         // A stopping broker answers with what it has (one last look, as at the deadline).
         last_look = (!arrived && Instant::now() >= deadline) || req.is_stopping();
     }
+}
+
+/// Whether the reads so far answer the fetch now rather than holding it, by Kafka's rules
+/// (`ReplicaManager.fetchMessages`; max wait ≤ 0 is the caller's deadline): no partitions,
+/// at least `min_bytes` read (so always with min_bytes 0), an error on a partition, or a
+/// follower's diverging epoch (it must truncate before fetching on). This broker names no
+/// preferred read replica.
+fn answer_now(results: &[PartitionResult], min_bytes: usize) -> bool {
+    let mut total = 0;
+    for r in results {
+        match r {
+            PartitionResult::Fetch(Ok(d)) if d.diverging.is_some() => return true,
+            PartitionResult::Fetch(Ok(d)) => total += d.records.len(),
+            _ => return true,
+        }
+    }
+    results.is_empty() || total >= min_bytes
 }
 
 /// The broker id of a follower's fetch (replica id ≥ 0; in `ReplicaState` from v15), or
@@ -494,5 +500,34 @@ mod tests {
         assert_eq!(response_max_bytes(i32::MAX, 5000), 5000);
         assert_eq!(response_max_bytes(0, 5000), 5000);
         assert_eq!(response_max_bytes(-1, 5000), 5000);
+    }
+
+    fn read(bytes: usize, diverging: Option<(i32, i64)>) -> PartitionResult {
+        PartitionResult::Fetch(Ok(crate::partition::ops::FetchedData {
+            records: Bytes::from(vec![0u8; bytes]),
+            high_watermark: 0,
+            log_start_offset: 0,
+            read_end: 0,
+            diverging,
+        }))
+    }
+
+    #[test]
+    fn a_fetch_is_answered_now_only_by_kafkas_rules() {
+        // Nothing read yet: held for min_bytes ≥ 1, answered for min_bytes 0.
+        assert!(!answer_now(&[read(0, None)], 1));
+        assert!(answer_now(&[read(0, None)], 0));
+        // min_bytes counts over all partitions, and is not capped by anything.
+        assert!(!answer_now(&[read(40, None), read(50, None)], 100));
+        assert!(answer_now(&[read(40, None), read(60, None)], 100));
+        assert!(!answer_now(&[read(5000, None)], 1 << 20));
+        // No partitions, an error, a diverging epoch: at once.
+        assert!(answer_now(&[], 1));
+        let error = crate::partition::error::PartitionError::new(3, "unknown".to_string());
+        assert!(answer_now(
+            &[read(0, None), PartitionResult::Fetch(Err(error))],
+            1
+        ));
+        assert!(answer_now(&[read(0, None), read(0, Some((3, 10)))], 1));
     }
 }

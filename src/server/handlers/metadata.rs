@@ -1,6 +1,8 @@
 //! Metadata (key 3): the live brokers, topics with ids, partitions, leaders, replicas and ISRs,
 //! as this shard's metadata image has them (the same answer in both modes). Topics asked
-//! for by name that do not exist are created when auto-creation is on and the client allows it.
+//! for by name that do not exist are created when auto-creation is on and the client allows it;
+//! as in Kafka (KRaft's `AutoTopicCreationManager`), the request that creates a topic is
+//! answered UNKNOWN_TOPIC_OR_PARTITION for it, without partitions, and the next one lists it.
 
 use std::collections::BTreeMap;
 
@@ -41,7 +43,11 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     };
     let auto_create =
         config.auto_create_topics && (req.version() < 4 || request.allow_auto_topic_creation);
-    let mut creation_errors: BTreeMap<String, i16> = BTreeMap::new();
+    // A topic this request created is answered UNKNOWN_TOPIC_OR_PARTITION too: Kafka's
+    // broker sends the creation to the controller and answers without waiting, and clients
+    // count on it (kafka-go's tests read an auto-creating listing right after DeleteTopics as
+    // having no partitions). Unlike Kafka's, the creation is done when this answers.
+    let mut unlisted: BTreeMap<String, i16> = BTreeMap::new();
     if let Some(names) = &wanted {
         for name in names {
             if req.image().topic_by_name(name).is_some() {
@@ -62,10 +68,11 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
                 .await;
             if let Err(e) = created {
                 if e.code != ResponseError::TopicAlreadyExists.code() {
-                    creation_errors.insert(name.clone(), e.code);
+                    unlisted.insert(name.clone(), e.code);
                 }
             } else {
                 tracing::info!(topic = %name, partitions = config.num_partitions, "auto-created topic");
+                unlisted.insert(name.clone(), ResponseError::UnknownTopicOrPartition.code());
             }
         }
     }
@@ -99,8 +106,8 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         Some(names) => names
             .iter()
             .map(|name| match image.topic_by_name(name) {
-                Some(t) => entry(t),
-                None => missing_topic(name, &creation_errors),
+                Some(t) if !unlisted.contains_key(name) => entry(t),
+                _ => missing_topic(name, &unlisted),
             })
             .collect(),
     };
@@ -146,11 +153,11 @@ fn topic_header(name: &str, id: uuid::Uuid, version: i16) -> MetadataResponseTop
     topic
 }
 
-/// A topic asked for by name that does not exist (or could not be created).
-fn missing_topic(name: &str, creation_errors: &BTreeMap<String, i16>) -> MetadataResponseTopic {
+/// A topic asked for by name that did not exist (created by this request, or not).
+fn missing_topic(name: &str, unlisted: &BTreeMap<String, i16>) -> MetadataResponseTopic {
     let mut topic = MetadataResponseTopic::default();
     topic.name = Some(topic_name(name));
-    topic.error_code = match creation_errors.get(name) {
+    topic.error_code = match unlisted.get(name) {
         Some(code) => *code,
         None if validate_topic_name(name).is_err() => ResponseError::InvalidTopicException.code(),
         None => ResponseError::UnknownTopicOrPartition.code(),

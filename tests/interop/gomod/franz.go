@@ -294,7 +294,10 @@ func franzAdmin(what string, adm *kadm.Client, group string) {
 	if check(what+": DeleteTopics", err) {
 		var left bool
 		for i := 0; i < 50; i++ {
-			topics, err := adm.ListTopics(ctx)
+			// Asked of the broker: kadm answers ListTopics from the client's metadata cache,
+			// which keeps the deleted topic for MetadataMinAge (5 s), unless authorized
+			// operations are asked for too.
+			topics, err := adm.ListTopics(kadm.WithAuthorizedOps(ctx))
 			if left = topics.Has(victim); err == nil && !left {
 				break
 			}
