@@ -135,12 +135,7 @@ class Broker:
             return None
 
 
-def tail(path, n=3):
-    try:
-        with open(path) as f:
-            return " | ".join(f.read().splitlines()[-n:])
-    except OSError:
-        return ""
+tail = common.tail
 
 
 def advertised(bootstrap):

@@ -61,13 +61,9 @@ and each must be a value the program retried (a duplicate of a value never retri
 
 import argparse
 import json
-import logging
 import os
 import random
-import re
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -80,7 +76,6 @@ import jepsen_checker  # noqa: E402
 from common import Reporter  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 ap = argparse.ArgumentParser()
@@ -149,13 +144,9 @@ _spread_rng = random.Random(args.seed + 1)  # which broker answers a metadata re
 T0 = time.monotonic()
 # librdkafka's own log lines (connection refused while a broker is down, ...) go to a file under
 # --work, not into the test's output.
-os.makedirs(args.work, exist_ok=True)
-client_log = logging.getLogger("replication.rdkafka")
-client_log.propagate = False
-client_log.setLevel(logging.DEBUG)
-_handler = logging.FileHandler(os.path.join(args.work, f"{LABEL}-clients.log"))
-_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-client_log.addHandler(_handler)
+# librdkafka's own log lines (connection refused while a broker is down, ...) go to a file under
+# --work, not into the test's output.
+client_log = common.client_logger(args.work, LABEL)
 
 
 def log(msg):
@@ -181,134 +172,27 @@ PROXIED = args.proxy_node if args.proxy_node in NODES else None
 proxy = None
 
 
-class Broker:
-    """One ringbroker process: state is `up`, `down` (killed or stopped) or `paused` (SIGSTOP)."""
-
-    def __init__(self, n):
-        self.n = n
-        self.proc = None
-        self.starts = 0
-        self.state = "down"
-        self.base = None
-
-    def spawn(self):
-        self.starts += 1
-        data = os.path.join(args.work, f"{NAME}-{self.n}")
-        os.makedirs(data, exist_ok=True)
-        adv = f"127.0.0.1:{proxy_port}" if self.n == PROXIED else f"127.0.0.1:{ports[self.n]}"
-        settings = [
-            f"node.id={self.n}",
-            "process.roles=broker,controller",
-            f"controller.quorum.voters={voters}",
-            f"controller.quorum.election.timeout.ms={ELECTION_MS}",
-            f"broker.heartbeat.interval.ms={HEARTBEAT_MS}",
-            f"broker.session.timeout.ms={SESSION_MS}",
-            f"listeners=PLAINTEXT://127.0.0.1:{ports[self.n]},CONTROLLER://127.0.0.1:{cports[self.n]}",
-            f"advertised.listeners=PLAINTEXT://{adv}",
-            "ringbroker.pin.shards=false",
-            "ringbroker.metrics.listen=none",
-        ] + OPTIONAL_SETTINGS
-        cmd = [args.bin, "serve", "--data-dir", data, "--shards", "1"]
-        for s in settings:
-            cmd += ["--set", s]
-        self.base = os.path.join(args.work, f"broker-{NAME}-{self.n}-{self.starts}")
-        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info,openraft=warn"))
-        with open(self.base + ".out", "w") as out, open(self.base + ".err", "w") as err:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
-        self.state = "up"
-
-    def wait_ready(self, timeout=20.0):
-        """True once the broker printed `listening on` and accepts connections; False if it
-        exited or the time ran out."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with open(self.base + ".out") as f:
-                    listening = "listening on" in f.read()
-            except OSError:
-                listening = False
-            if listening:
-                try:
-                    socket.create_connection(("127.0.0.1", ports[self.n]), timeout=1).close()
-                    return True
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        return False
-
-    def start(self, rebind_s=30.0):
-        """Spawns and waits until ready; while a killed predecessor's ports are still held
-        ("in use") retries for up to `rebind_s`. Returns (ok, detail)."""
-        t0 = time.monotonic()
-        while True:
-            self.spawn()
-            if self.wait_ready():
-                return True, f"ready in {time.monotonic() - t0:.1f}s"
-            err = tail(self.base + ".err")
-            if self.proc.poll() is None:
-                return False, f"not listening after 20 s: {err}"
-            self.state = "down"
-            if "in use" not in err or time.monotonic() - t0 > rebind_s:
-                return False, f"exited {self.proc.returncode}: {err}"
-            time.sleep(0.3)
-
-    def kill(self):
-        if self.state == "paused":
-            self.proc.send_signal(signal.SIGCONT)
-        self.proc.kill()
-        self.proc.wait(10)
-        self.state = "down"
-
-    def pause(self):
-        self.proc.send_signal(signal.SIGSTOP)
-        self.state = "paused"
-
-    def resume(self):
-        self.proc.send_signal(signal.SIGCONT)
-        self.state = "up"
-
-    def stop(self, timeout=20):
-        """SIGTERM (SIGCONT first if paused); the exit code, or None if it had to be killed."""
-        if self.proc is None or self.proc.poll() is not None:
-            self.state = "down"
-            return self.proc.returncode if self.proc else None
-        if self.state == "paused":
-            self.proc.send_signal(signal.SIGCONT)
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            rc = None
-        self.state = "down"
-        return rc
+def broker_settings(n):
+    adv = f"127.0.0.1:{proxy_port}" if n == PROXIED else f"127.0.0.1:{ports[n]}"
+    return [
+        f"node.id={n}",
+        "process.roles=broker,controller",
+        f"controller.quorum.voters={voters}",
+        f"controller.quorum.election.timeout.ms={ELECTION_MS}",
+        f"broker.heartbeat.interval.ms={HEARTBEAT_MS}",
+        f"broker.session.timeout.ms={SESSION_MS}",
+        f"listeners=PLAINTEXT://127.0.0.1:{ports[n]},CONTROLLER://127.0.0.1:{cports[n]}",
+        f"advertised.listeners=PLAINTEXT://{adv}",
+        "ringbroker.pin.shards=false",
+        "ringbroker.metrics.listen=none",
+    ] + OPTIONAL_SETTINGS
 
 
-def tail(path, n=3):
-    try:
-        with open(path) as f:
-            return " | ".join(f.read().splitlines()[-n:])
-    except OSError:
-        return ""
-
-
-def knows_property(prop):
-    """Whether this binary accepts `--set prop`: `serve` checks its --set properties in order and
-    exits on the first bad one before binding anything (run.sh's probe)."""
-    probe = os.path.join(args.work, f"{NAME}-probe")
-    os.makedirs(probe, exist_ok=True)
-    try:
-        out = subprocess.run([args.bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", probe, "--set", prop,
-                              "--set", "probe-end"], capture_output=True, text=True, timeout=10)
-    except subprocess.TimeoutExpired:
-        return False
-    return "probe-end" in out.stdout + out.stderr
-
-
-brokers = {n: Broker(n) for n in NODES}
+tail = common.tail
+spread = common.spread
+# One ringbroker process each (common.ProcessBroker: spawn, wait_ready, start, kill, pause, stop).
+brokers = {n: common.ProcessBroker(n, args.bin, args.work, NAME, lambda n=n: broker_settings(n),
+                                   ("127.0.0.1", ports[n])) for n in NODES}
 OPTIONAL_SETTINGS = []
 
 
@@ -332,18 +216,9 @@ def metadata(timeout=3.0):
     that answers (direct, not through the proxy), or None."""
     for n in healthy():
         try:
-            # All topics: a Metadata request naming the topic would auto-create it (librdkafka's
-            # admin client is a producer handle, allow.auto.create.topics defaults to true there).
-            md = AdminClient({"bootstrap.servers": bootstrap(n), "socket.timeout.ms": 3000, "log_level": 3,
-                              "log.connection.close": False, "logger": client_log}).list_topics(timeout=timeout)
+            return common.topic_metadata(bootstrap(n), TOPIC, client_log, timeout)
         except Exception:  # noqa: BLE001 - try the next broker
             continue
-        t = md.topics.get(TOPIC)
-        if t is None or t.error is not None:
-            return sorted(md.brokers), None
-        parts = {p: (m.leader, list(m.replicas), sorted(m.isrs), m.error.code() if m.error else 0)
-                 for p, m in t.partitions.items()}
-        return sorted(md.brokers), parts
     return None
 
 
@@ -397,107 +272,6 @@ def check_unexpected_exits():
 
 
 # ---------------------------------------------------------------- producers
-
-class ProducerThread(threading.Thread):
-    """Produces `p<idx>-<seq>` (`p<idx>r<gen>-<seq>` after a fatal error made it start over with a
-    new client) at a steady rate until told to stop; records every delivery report."""
-
-    def __init__(self, idx):
-        super().__init__(daemon=True, name=f"producer-{idx}")
-        self.idx = idx
-        self.stop_at = threading.Event()
-        self.acks, self.failed, self.unknown = [], [], []
-        self.errors = {}  # non-fatal client errors by name (information)
-        self.fatal = []
-        self.left_after_flush = 0
-        self.sent = 0
-        self.crashed = None
-
-    def conf(self):
-        return {
-            "bootstrap.servers": all_bootstrap(),
-            "client.id": f"jepsen-p{self.idx}",
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "message.timeout.ms": 30000,
-            "request.timeout.ms": 5000,
-            "socket.timeout.ms": 10000,
-            "retry.backoff.ms": 50,
-            "retry.backoff.max.ms": 500,
-            "reconnect.backoff.ms": 50,
-            "reconnect.backoff.max.ms": 1000,
-            "topic.metadata.refresh.interval.ms": 5000,
-            "log.connection.close": False,
-            "logger": client_log,
-            "debug": "eos",  # producer ids and epochs, into the clients' log file
-            "error_cb": self.on_error,
-        }
-
-    def on_error(self, err):
-        name = err.name()
-        self.errors[name] = self.errors.get(name, 0) + 1
-        if err.fatal():
-            self.fatal.append(f"error_cb: {err}")
-
-    def run(self):
-        try:
-            self._run()
-        except Exception as e:  # noqa: BLE001 - reported by the main thread
-            self.crashed = f"{type(e).__name__}: {e} :: {traceback.format_exc(limit=3)}"
-
-    def _run(self):
-        gen = 0
-        while not self.stop_at.is_set():
-            name = f"p{self.idx}" if gen == 0 else f"p{self.idx}r{gen}"
-            pending = set()
-
-            def on_delivery(err, msg, pending=pending):
-                v = msg.value().decode()
-                pending.discard(v)
-                if err is None:
-                    self.acks.append({"value": v, "partition": msg.partition(), "offset": msg.offset()})
-                else:
-                    self.failed.append({"value": v, "error": err.name()})
-
-            p = Producer(self.conf())
-            nfatal = len(self.fatal)
-            seq = 0
-            next_t = time.monotonic()
-            # A fatal error (error_cb, or KafkaException from produce/poll/flush) ends this client:
-            # what it has not reported is `unknown`, and a new client (a new producer id) goes on.
-            try:
-                while not self.stop_at.is_set() and len(self.fatal) == nfatal:
-                    now = time.monotonic()
-                    if now < next_t:
-                        p.poll(min(next_t - now, 0.05))
-                        continue
-                    next_t = max(next_t + 1.0 / args.rate, now - 1.0)  # no catch-up burst after a stall
-                    v = f"{name}-{seq:06d}"
-                    try:
-                        p.produce(TOPIC, key=f"k{seq % 32}".encode(), value=v.encode(), on_delivery=on_delivery)
-                    except BufferError:
-                        p.poll(0.1)
-                        continue
-                    pending.add(v)
-                    seq += 1
-                    self.sent += 1
-                    p.poll(0)
-            except KafkaException as e:
-                self.fatal.append(f"{name}: {e}")
-            try:
-                left = p.flush(FLUSH_S if len(self.fatal) == nfatal else 10)
-            except KafkaException as e:
-                if len(self.fatal) == nfatal:
-                    self.fatal.append(f"{name}: {e}")
-                left = len(pending)
-            self.left_after_flush += left if len(self.fatal) == nfatal else 0
-            self.unknown.extend(sorted(pending))
-            if len(self.fatal) != nfatal:
-                log(f"producer {name}: fatal error after {seq} records ({len(pending)} unreported): "
-                    f"{self.fatal[-1]}; going on with a new client")
-            gen += 1
-
 
 class ClientProcess(threading.Thread):
     """--client kafkajs / rskafka: the client as a child process (tests/interop/kafkajs/failover.js,
@@ -749,89 +523,9 @@ class Faults:
 
 # ---------------------------------------------------------------- reads
 
-def read_confluent(via, parts):
-    """One read of every partition, low to high watermark, via bootstrap `via`."""
-    c = Consumer({"bootstrap.servers": via, "group.id": "jepsen-read", "enable.auto.commit": False,
-                  "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
-                  "fetch.wait.max.ms": 100, "socket.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 2000,
-                  "allow.auto.create.topics": False, "log.connection.close": False, "logger": client_log})
-    out = {p: {"start": 0, "end": 0, "complete": False, "records": []} for p in parts}
-    errors = []
-    try:
-        for p in parts:
-            lo, hi = c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
-            out[p]["start"], out[p]["end"] = lo, hi
-        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in parts])
-        nxt = {p: out[p]["start"] for p in parts}
-        deadline = time.monotonic() + READ_S
-        while any(nxt[p] < out[p]["end"] for p in parts) and time.monotonic() < deadline:
-            for m in c.consume(1000, 0.3):
-                if m.error():
-                    errors.append(m.error().name())
-                    continue
-                out[m.partition()]["records"].append([m.offset(), m.value().decode()])
-                nxt[m.partition()] = max(nxt[m.partition()], m.offset() + 1)
-        for p in parts:
-            out[p]["complete"] = nxt[p] >= out[p]["end"]
-    finally:
-        c.close()
-    return out, errors
-
-
-def read_kafka_python(parts):
-    from kafka import KafkaConsumer
-    from kafka.structs import TopicPartition as KpTp
-
-    c = KafkaConsumer(bootstrap_servers=all_bootstrap().split(","), group_id=None, enable_auto_commit=False,
-                      auto_offset_reset="earliest", request_timeout_ms=20000, fetch_max_wait_ms=100,
-                      client_id="jepsen-read-kp")
-    out = {p: {"start": 0, "end": 0, "complete": False, "records": []} for p in parts}
-    try:
-        tps = [KpTp(TOPIC, p) for p in parts]
-        c.assign(tps)
-        lows = c.beginning_offsets(tps, timeout_ms=10000)
-        highs = c.end_offsets(tps, timeout_ms=10000)
-        for tp in tps:
-            out[tp.partition]["start"], out[tp.partition]["end"] = lows[tp], highs[tp]
-        c.seek_to_beginning(*tps)
-        nxt = {p: out[p]["start"] for p in parts}
-        deadline = time.monotonic() + READ_S
-        while any(nxt[p] < out[p]["end"] for p in parts) and time.monotonic() < deadline:
-            for tp, records in c.poll(timeout_ms=500, max_records=2000).items():
-                for r in records:
-                    out[tp.partition]["records"].append([r.offset, r.value.decode()])
-                    nxt[tp.partition] = max(nxt[tp.partition], r.offset + 1)
-        for p in parts:
-            out[p]["complete"] = nxt[p] >= out[p]["end"]
-    finally:
-        c.close()
-    return out, []
-
-
 def read_all():
-    reads = []
-    parts = list(range(NPARTS))
-    readers = [(f"confluent-kafka via broker {n}", lambda n=n: read_confluent(
-        f"127.0.0.1:{proxy_port}" if n == PROXIED else bootstrap(n), parts)) for n in NODES]
-    readers.append(("kafka-python", lambda: read_kafka_python(parts)))
-    for name, fn in readers:
-        t0 = time.monotonic()
-        try:
-            out, errors = fn()
-        except Exception as e:  # noqa: BLE001
-            rep.fail(f"read by {name}", f"{type(e).__name__}: {e}")
-            continue
-        got = sum(len(pr["records"]) for pr in out.values())
-        short = {p: (pr["records"][-1][0] + 1 if pr["records"] else pr["start"], pr["end"])
-                 for p, pr in out.items() if not pr["complete"]}
-        rep.check(not short, f"{name} reads every partition to its high watermark ({got} records, "
-                             f"{time.monotonic() - t0:.1f}s)",
-                  f"stopped short (next, high) {short} within {READ_S:.0f}s; errors {sorted(set(errors))[:5]}")
-        if errors:
-            log(f"{name}: consumer errors {sorted(set(errors))[:5]} ({len(errors)} in all)")
-        log(f"{name}: watermarks " + ", ".join(f"p{p} [{pr['start']}, {pr['end']})" for p, pr in out.items()))
-        reads.append({"reader": name, "partitions": out})
-    return reads
+    vias = {n: f"127.0.0.1:{proxy_port}" if n == PROXIED else bootstrap(n) for n in NODES}
+    return common.read_all(rep, log, TOPIC, NPARTS, vias, READ_S, client_log)
 
 
 # ---------------------------------------------------------------- the test
@@ -855,7 +549,7 @@ def create_topic():
 def main():
     global proxy
     for prop in (f"replica.lag.time.max.ms={LAG_MS}",):
-        if knows_property(prop):
+        if common.knows_property(args.bin, os.path.join(args.work, f"{NAME}-probe"), prop):
             OPTIONAL_SETTINGS.append(prop)
         else:
             rep.skip(f"--set {prop}", "this binary does not know the property: started without it")
@@ -888,7 +582,9 @@ def main():
     # run within its time budget, and every fault is still reported as not rejoined.
     rejoin_s = REJOIN_S if isr_ok else 8.0
 
-    producers = [ClientProcess(CLIENT)] if CLIENT else [ProducerThread(i) for i in range(args.producers)]
+    conf = {"bootstrap.servers": all_bootstrap(), "logger": client_log}
+    producers = [ClientProcess(CLIENT)] if CLIENT else [
+        common.ProducerThread(i, conf, TOPIC, args.rate, FLUSH_S, log, T0) for i in range(args.producers)]
     CLIENT_PROCS.extend(p for p in producers if isinstance(p, ClientProcess))
     for p in producers:
         p.start()
@@ -1067,60 +763,6 @@ def check_retry_duplicates(history, counted):
               f"duplicated but never retried: {dict(list(unexplained.items())[:5])} (checker counted {counted})")
 
 
-def replica_batches(n, p):
-    """(base offset, last offset, CRC) of every batch in broker n's replica of partition p, read
-    with `ringbroker log dump` from its stopped data directory; None if it could not be read."""
-    d = os.path.join(args.work, f"{NAME}-{n}", f"{TOPIC}-{p}")
-    if not os.path.isdir(d):
-        return None
-    out = subprocess.run([args.bin, "log", "dump", "--batches", d], capture_output=True,
-                         text=True, timeout=120)
-    if out.returncode != 0:
-        return None
-    batches = []
-    for line in out.stdout.splitlines():
-        m = re.match(r"\s+position \d+ base_offset (\d+) last_offset (\d+) .* crc (\d+)$", line)
-        if m:
-            batches.append((int(m[1]), int(m[2]), int(m[3])))
-    return batches
-
-
-def compare_replica_logs():
-    """After the last stop: every replica holds the same batches (offsets and CRC) below the
-    partition's high watermark, with no gap from its first offset. A replica that was elected
-    without an acknowledged batch, or kept one the others truncated, shows here even when the
-    consumers read back every record."""
-    problems = []
-    for p, hw in sorted(HIGH.items()):
-        views = {}
-        for n in NODES:
-            batches = replica_batches(n, p)
-            if batches is None:
-                problems.append(f"p{p}: broker {n}'s replica cannot be read")
-                continue
-            below = sorted(b for b in batches if b[0] < hw)
-            if hw > 0 and not below:
-                problems.append(f"p{p}: no batch below the HW {hw} read from broker {n}'s replica")
-            gaps = [(a[1], b[0]) for a, b in zip(below, below[1:]) if b[0] != a[1] + 1]
-            if gaps or (below and below[-1][1] + 1 < hw):
-                problems.append(f"p{p}: broker {n}'s replica has gaps below the HW {hw}: "
-                                f"{gaps[:3]} ends {below[-1][1] if below else None}")
-            views[n] = below
-        distinct = {tuple(v) for v in views.values()}
-        if len(distinct) > 1:
-            first = {n: next((b for b in v if any(b not in w for w in views.values())), None)
-                     for n, v in views.items()}
-            problems.append(f"p{p}: replicas differ below the HW {hw}; first differing batch "
-                            f"(base, last, crc) per broker {first}")
-    rep.check(not problems, f"the replicas of all {len(HIGH)} partitions hold the same batches "
-                            f"(offsets and CRCs) below the high watermark, without gaps",
-              "; ".join(problems[:5]))
-
-
-def spread(xs):
-    return f"median {statistics.median(xs):.1f}s, max {max(xs):.1f}s" if xs else "none"
-
-
 def on_term(*_):
     raise SystemExit(143)
 
@@ -1144,7 +786,7 @@ finally:
         rep.check(all(rc == 0 for rc in rcs.values()), "every broker exits 0 on SIGTERM at the end", rcs)
     if HIGH and rcs and all(b.proc is None or b.proc.poll() is not None for b in brokers.values()):
         try:
-            compare_replica_logs()
+            common.compare_replica_logs(rep, args.bin, TOPIC, HIGH, {n: b.data for n, b in brokers.items()})
         except Exception as e:  # noqa: BLE001
             rep.fail("comparing the replicas' logs", f"{type(e).__name__}: {e}")
 rep.finish()
