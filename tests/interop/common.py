@@ -654,6 +654,52 @@ def read_all(rep, log, topic, nparts, vias, read_s, logger):
     return reads
 
 
+def stop_producers(rep, log, producers, flush_s):
+    """Tells every producer to stop, joins it (bounded by its flush), checks it stopped cleanly
+    with nothing left queued and logs what it did."""
+    for p in producers:
+        p.stop_at.set()
+    for p in producers:
+        p.join(flush_s + 15)
+    for p in producers:
+        rep.check(not p.is_alive() and p.crashed is None, f"producer {p.idx} stopped cleanly",
+                  "still running after its flush bound" if p.is_alive() else p.crashed)
+        rep.check(p.left_after_flush == 0, f"producer {p.idx} flushed every record",
+                  f"{p.left_after_flush} still queued after {flush_s:.0f}s")
+        log(f"producer {p.idx}: {p.sent} sent, {len(p.acks)} acknowledged, {len(p.failed)} failed "
+            f"({sorted({f['error'] for f in p.failed})[:5]}), {len(p.unknown)} unknown; client errors {p.errors}; "
+            f"fatal {p.fatal[:3]}")
+
+
+def check_history(rep, log, history, path, min_acked, allowed=()):
+    """Writes the history to `path` (`jepsen_checker.py PATH` checks it again), runs
+    jepsen_checker over it and checks: enough acknowledged, a complete read, and every anomaly 0
+    but those in `allowed` (counted and reported by the caller). Returns the checker's result."""
+    import jepsen_checker
+
+    with open(path, "w") as f:
+        json.dump(history, f)
+    res = jepsen_checker.check(history)
+    c = res["counts"]
+    log(f"records acknowledged {c['acknowledged']}, failed {c['failed']}, unknown {c['unknown']}, lost {c['lost']}, "
+        f"duplicated {c['duplicated']}, reordered {c['reordered']}, two-valued {c['two_valued']}, skips "
+        f"{c['skipped'] + c['went_back']} (skipped {c['skipped']}, went back {c['went_back']}), unexpected "
+        f"{c['unexpected']}; failed but present {c['failed_but_present']}; history {path}")
+    for kind, ex in res["examples"].items():
+        log(f"{kind}: e.g. {ex}")
+    rep.check(c["acknowledged"] >= min_acked, f"{c['acknowledged']} records acknowledged (at least {min_acked})",
+              f"only {c['acknowledged']}")
+    rep.check(c["reads"] >= 1 and any(r["complete"] for r in res["per_reader"].values()),
+              "at least one read of the whole topic completed", res["per_reader"])
+    for kind, label in (("lost", "no acknowledged record lost"), ("duplicated", "no record duplicated"),
+                        ("reordered", "no record reordered within a producer and partition"),
+                        ("two_valued", "no offset with two values"), ("skipped", "no consumer skipped an offset"),
+                        ("went_back", "no consumer went back"), ("unexpected", "no record that nobody sent")):
+        if kind not in allowed:
+            rep.check(c[kind] == 0, f"{label} ({c[kind]})", res["examples"].get(kind, ""))
+    return res
+
+
 def replica_batches(binary, d):
     """(base offset, last offset, CRC) of every batch in the replica in partition directory `d`,
     read with `ringbroker log dump` from a stopped broker's data; None if it could not be read."""

@@ -17,7 +17,10 @@
 # idempotence_test.py then runs with a broker of its own behind a connection-cutting proxy, and
 # cluster_test.py and replication_test.py (RF 3 under kill -9 / SIGSTOP / cut links, a
 # Jepsen-style checker) each with a cluster of their own; RINGBROKER_REPLICATION_SOAK_SECS=N
-# makes the replication test a long run. replication_test.py runs twice more with kafkajs and
+# makes the replication test a long run. partition_test.py (root, iproute2 and nftables; a SKIP
+# otherwise) puts each broker of a cluster of its own in a network namespace and cuts particular
+# links with nftables: replication, the controller quorum, a whole broker, flapping, packet loss;
+# RINGBROKER_PARTITION_SOAK_SECS=N makes it a long run. replication_test.py runs twice more with kafkajs and
 # rskafka (examples/rskafka_failover.rs, built here in debug; RSKAFKA_FAILOVER_BIN=path uses that
 # binary) as the client, under kill -9 of partition leaders.
 # Current Go clients (IBM/sarama, segmentio/kafka-go, twmb/franz-go + kadm; tests/interop/gomod,
@@ -397,6 +400,14 @@ run_client jepsen-checker 30 python3 "$HERE/jepsen_checker.py" --self-test
 # long instead of 100.
 run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
   python3 "$HERE/replication_test.py" --bin "$BIN" --work "$WORK"
+# Network partitions between brokers: 3 brokers of its own, each in a network namespace of its own
+# (a hub namespace with a bridge for the clients), faults as nftables rules in a broker's namespace:
+# a leader cut from its followers' replication, or from the controller quorum, a broker isolated,
+# a flapping link, packet loss; the checker over the history (data $WORK/part-N, logs
+# $WORK/broker-part-N-*). Needs root, ip (iproute2) and nft (nftables): a SKIP line otherwise.
+# RINGBROKER_PARTITION_SOAK_SECS=N repeats the faults for N seconds.
+run_client partition $((${RINGBROKER_PARTITION_SOAK_SECS:-0} + 300)) \
+  python3 "$HERE/partition_test.py" --bin "$BIN" --work "$WORK"
 # The same cluster and checker with kafkajs (tests/interop/kafkajs/failover.js: idempotent producers)
 # and rskafka (examples/rskafka_failover.rs: no idempotence, retried by the program) as the client:
 # 4 kill -9s of a partition leader each; the client must fail over by itself (data
