@@ -79,6 +79,18 @@ impl ActiveController {
         Ok(records)
     }
 
+    /// A heartbeat that has arrived but is not answered yet (it waits behind other requests):
+    /// renews the broker's session, as answering it would, if its epoch is the registered one.
+    pub fn heard_from(&mut self, meta: &ClusterMetadata, heartbeat: &Heartbeat, now_ms: u64) {
+        let id = heartbeat.broker_id;
+        if self
+            .check_broker_epoch(meta, id, heartbeat.broker_epoch)
+            .is_ok()
+        {
+            self.touch(id, now_ms);
+        }
+    }
+
     /// Renews the broker's session and unfences or fences it as it asks.
     pub fn heartbeat(
         &mut self,

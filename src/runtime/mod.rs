@@ -435,6 +435,13 @@ impl<T> LocalReceiver<T> {
     pub async fn recv(&self) -> Option<T> {
         self.inner.recv().await
     }
+
+    /// The next item if one is queued now, without waiting for one.
+    pub async fn try_recv(&self) -> Option<T> {
+        futures_lite::future::poll_once(self.inner.recv())
+            .await
+            .flatten()
+    }
 }
 
 /// The other end of a channel has gone away.

@@ -8,6 +8,7 @@
 //! metadata, proposed, and answered once committed and applied here, so the next decision
 //! sees it.
 
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -38,22 +39,29 @@ pub async fn run(
     let now_ms = || clock.elapsed().as_millis() as u64;
     let mut active: Option<(u64, ActiveController)> = None;
     let mut next_tick = Instant::now() + tick;
+    // Requests taken out of `calls` before a session check (see there), answered first.
+    let mut backlog: VecDeque<BrokerCall> = VecDeque::new();
     while !shutdown.is_triggered() {
         let until_tick = next_tick.saturating_duration_since(Instant::now());
-        let woke = futures_lite::future::or(
-            async { calls.recv().await.map(Some) },
-            futures_lite::future::or(
-                async {
-                    runtime::sleep(until_tick).await;
-                    Some(None)
-                },
-                async {
-                    shutdown.wait().await;
-                    None
-                },
-            ),
-        )
-        .await;
+        let woke = match backlog.pop_front() {
+            Some(call) => Some(Some(call)),
+            None => {
+                futures_lite::future::or(
+                    async { calls.recv().await.map(Some) },
+                    futures_lite::future::or(
+                        async {
+                            runtime::sleep(until_tick).await;
+                            Some(None)
+                        },
+                        async {
+                            shutdown.wait().await;
+                            None
+                        },
+                    ),
+                )
+                .await
+            }
+        };
         let Some(woke) = woke else { return };
         let mut status = node.status();
         if status.is_leader && !status.leader_caught_up && woke.is_some() {
@@ -90,7 +98,24 @@ pub async fn run(
         }
         next_tick = Instant::now() + tick;
         if let Some((_, controller)) = active.as_mut() {
-            let records = controller.tick(&node.view().get(), now_ms());
+            // Requests are answered one at a time and an answer can wait for its decision to
+            // commit, so heartbeats may have queued up meanwhile (many ISR changes at once, each
+            // a commit, once held them back for longer than a session): their brokers are
+            // alive, and fencing them would move every partition they lead.
+            while let Some(call) = calls.try_recv().await {
+                backlog.push_back(call);
+            }
+            let now = now_ms();
+            let records = {
+                // A borrow of the applied metadata: not held across the proposal's await.
+                let meta = node.view().get();
+                for (request, _) in &backlog {
+                    if let ControllerRequest::BrokerHeartbeat(h) = request {
+                        controller.heard_from(&meta, h, now);
+                    }
+                }
+                controller.tick(&meta, now)
+            };
             futures_lite::future::or(
                 async {
                     propose(&node, records).await;
