@@ -201,6 +201,9 @@ def outer():
                                       "--inner", "--prefix", prefix] + inner_args)
             rc = child.wait()
             child = None
+    except (KeyboardInterrupt, SystemExit) as e:
+        # SIGINT, or SIGTERM (run.sh's timeout): clean up below, then report and exit non-zero.
+        rep.fail("the run", f"interrupted ({type(e).__name__})")
     finally:
         if child is not None and child.poll() is None:
             # SIGINT, SIGTERM or an exception here: the inner run stops its brokers on SIGTERM.
@@ -653,13 +656,18 @@ if __name__ == "__main__":
         signal.signal(signal.SIGTERM, on_term)
         outer()
     signal.signal(signal.SIGTERM, on_term)
+    interrupted = False
     try:
         rep.run(rep.name, main)
+    except (KeyboardInterrupt, SystemExit) as e:
+        # The brokers may have had the SIGINT too: their exit codes and logs say nothing then.
+        interrupted = True
+        rep.fail("the run in the hub namespace", f"interrupted ({type(e).__name__}); stopping the brokers")
     finally:
         rcs = {n: b.stop() for n, b in brokers.items() if b.proc is not None}
-        if rcs:
+        if rcs and not interrupted:
             rep.check(all(rc == 0 for rc in rcs.values()), "every broker exits 0 on SIGTERM at the end", rcs)
-        if HIGH and rcs and all(b.proc.poll() is not None for b in brokers.values()):
+        if HIGH and rcs and not interrupted and all(b.proc.poll() is not None for b in brokers.values()):
             try:
                 common.compare_replica_logs(rep, args.bin, TOPIC, HIGH, {n: b.data for n, b in brokers.items()})
             except Exception as e:  # noqa: BLE001
