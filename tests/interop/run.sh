@@ -20,7 +20,10 @@
 # makes the replication test a long run. controller_fault_test.py (a cluster of its own) kill -9s
 # and SIGSTOPs the active controller during ISR changes, producer-id allocation and topic
 # creation; RINGBROKER_CONTROLLER_FAULT_ROUNDS=N runs N rounds of each instead of 4.
-# replication_test.py runs twice more with kafkajs and
+# partition_test.py (root, iproute2 and nftables; a SKIP otherwise) puts each broker of a cluster
+# of its own in a network namespace and cuts particular links with nftables: replication, the
+# controller quorum, a whole broker, flapping, packet loss; RINGBROKER_PARTITION_SOAK_SECS=N makes
+# it a long run. replication_test.py runs twice more with kafkajs and
 # rskafka (examples/rskafka_failover.rs, built here in debug; RSKAFKA_FAILOVER_BIN=path uses that
 # binary) as the client, under kill -9 of partition leaders.
 # Current Go clients (IBM/sarama, segmentio/kafka-go, twmb/franz-go + kadm; tests/interop/gomod,
@@ -407,6 +410,14 @@ run_client replication $((${RINGBROKER_REPLICATION_SOAK_SECS:-0} + 420)) \
 # RINGBROKER_CONTROLLER_FAULT_ROUNDS=N runs N rounds of each phase instead of 4 (about 2 minutes).
 run_client controller-fault $((${RINGBROKER_CONTROLLER_FAULT_ROUNDS:-4} * 60 + 180)) \
   python3 "$HERE/controller_fault_test.py" --bin "$BIN" --work "$WORK"
+# Network partitions between brokers: 3 brokers of its own, each in a network namespace of its own
+# (a hub namespace with a bridge for the clients), faults as nftables rules in a broker's namespace:
+# a leader cut from its followers' replication, or from the controller quorum, a broker isolated,
+# a flapping link, packet loss; the checker over the history (data $WORK/part-N, logs
+# $WORK/broker-part-N-*). Needs root, ip (iproute2) and nft (nftables): a SKIP line otherwise.
+# RINGBROKER_PARTITION_SOAK_SECS=N repeats the faults for N seconds.
+run_client partition $((${RINGBROKER_PARTITION_SOAK_SECS:-0} + 300)) \
+  python3 "$HERE/partition_test.py" --bin "$BIN" --work "$WORK"
 # The same cluster and checker with kafkajs (tests/interop/kafkajs/failover.js: idempotent producers)
 # and rskafka (examples/rskafka_failover.rs: no idempotence, retried by the program) as the client:
 # 4 kill -9s of a partition leader each; the client must fail over by itself (data
