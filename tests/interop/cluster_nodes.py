@@ -543,3 +543,35 @@ def replica_batches(bin, data_dir, topic, p):
         if m:
             batches.append((int(m[1]), int(m[2]), int(m[4]), int(m[3])))
     return batches
+
+
+def compare_replica_logs(rep, bin, topic, high, data_dirs):
+    """After the last stop: every replica (`data_dirs`: {broker: its data directory}) holds the
+    same batches (offsets and CRC) below the partition's high watermark (`high`: {partition: HW}),
+    with no gap from its first offset. A replica that was elected without an acknowledged batch, or
+    kept one the others truncated, shows here even when the consumers read back every record."""
+    problems = []
+    for p, hw in sorted(high.items()):
+        views = {}
+        for n, data in sorted(data_dirs.items()):
+            batches = replica_batches(bin, data, topic, p)
+            if batches is None:
+                problems.append(f"p{p}: broker {n}'s replica cannot be read")
+                continue
+            below = sorted(b for b in batches if b[0] < hw)
+            if hw > 0 and not below:
+                problems.append(f"p{p}: no batch below the HW {hw} read from broker {n}'s replica")
+            gaps = [(a[1], b[0]) for a, b in zip(below, below[1:]) if b[0] != a[1] + 1]
+            if gaps or (below and below[-1][1] + 1 < hw):
+                problems.append(f"p{p}: broker {n}'s replica has gaps below the HW {hw}: "
+                                f"{gaps[:3]} ends {below[-1][1] if below else None}")
+            views[n] = below
+        distinct = {tuple(v) for v in views.values()}
+        if len(distinct) > 1:
+            first = {n: next((b for b in v if any(b not in w for w in views.values())), None)
+                     for n, v in views.items()}
+            problems.append(f"p{p}: replicas differ below the HW {hw}; first differing batch "
+                            f"(base, last, crc, producer id) per broker {first}")
+    rep.check(not problems, f"the replicas of all {len(high)} partitions hold the same batches "
+                            f"(offsets and CRCs) below the high watermark, without gaps",
+              "; ".join(problems[:5]))

@@ -67,6 +67,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_nodes  # noqa: E402
 import common  # noqa: E402
 from common import Reporter  # noqa: E402
 
@@ -669,7 +670,7 @@ if __name__ == "__main__":
             rep.check(all(rc == 0 for rc in rcs.values()), "every broker exits 0 on SIGTERM at the end", rcs)
         if HIGH and rcs and not interrupted and all(b.proc.poll() is not None for b in brokers.values()):
             try:
-                common.compare_replica_logs(rep, args.bin, TOPIC, HIGH, {n: b.data for n, b in brokers.items()})
+                cluster_nodes.compare_replica_logs(rep, args.bin, TOPIC, HIGH, {n: b.data for n, b in brokers.items()})
             except Exception as e:  # noqa: BLE001
                 rep.fail("comparing the replicas' logs", f"{type(e).__name__}: {e}")
     rep.finish()

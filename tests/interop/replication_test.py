@@ -691,45 +691,6 @@ def check_retry_duplicates(history, counted):
               f"duplicated but never retried: {dict(list(unexplained.items())[:5])} (checker counted {counted})")
 
 
-def replica_batches(n, p):
-    """(base offset, last offset, CRC, producer id) of every batch in broker n's replica of
-    partition p (cluster_nodes.replica_batches); None if it could not be read."""
-    return cluster_nodes.replica_batches(args.bin, cluster.data_dir(n), TOPIC, p)
-
-
-
-def compare_replica_logs():
-    """After the last stop: every replica holds the same batches (offsets and CRC) below the
-    partition's high watermark, with no gap from its first offset. A replica that was elected
-    without an acknowledged batch, or kept one the others truncated, shows here even when the
-    consumers read back every record."""
-    problems = []
-    for p, hw in sorted(HIGH.items()):
-        views = {}
-        for n in NODES:
-            batches = replica_batches(n, p)
-            if batches is None:
-                problems.append(f"p{p}: broker {n}'s replica cannot be read")
-                continue
-            below = sorted(b for b in batches if b[0] < hw)
-            if hw > 0 and not below:
-                problems.append(f"p{p}: no batch below the HW {hw} read from broker {n}'s replica")
-            gaps = [(a[1], b[0]) for a, b in zip(below, below[1:]) if b[0] != a[1] + 1]
-            if gaps or (below and below[-1][1] + 1 < hw):
-                problems.append(f"p{p}: broker {n}'s replica has gaps below the HW {hw}: "
-                                f"{gaps[:3]} ends {below[-1][1] if below else None}")
-            views[n] = below
-        distinct = {tuple(v) for v in views.values()}
-        if len(distinct) > 1:
-            first = {n: next((b for b in v if any(b not in w for w in views.values())), None)
-                     for n, v in views.items()}
-            problems.append(f"p{p}: replicas differ below the HW {hw}; first differing batch "
-                            f"(base, last, crc, producer id) per broker {first}")
-    rep.check(not problems, f"the replicas of all {len(HIGH)} partitions hold the same batches "
-                            f"(offsets and CRCs) below the high watermark, without gaps",
-              "; ".join(problems[:5]))
-
-
 def spread(xs):
     return f"median {statistics.median(xs):.1f}s, max {max(xs):.1f}s" if xs else "none"
 
@@ -757,7 +718,7 @@ finally:
         rep.check(all(rc == 0 for rc in rcs.values()), "every broker exits 0 on SIGTERM at the end", rcs)
     if HIGH and rcs and all(b.proc is None or b.proc.poll() is not None for b in brokers.values()):
         try:
-            compare_replica_logs()
+            cluster_nodes.compare_replica_logs(rep, args.bin, TOPIC, HIGH, {n: cluster.data_dir(n) for n in NODES})
         except Exception as e:  # noqa: BLE001
             rep.fail("comparing the replicas' logs", f"{type(e).__name__}: {e}")
 rep.finish()
