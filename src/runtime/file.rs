@@ -22,6 +22,9 @@ enum Inner {
         writer: DmaFile,
         reader: BufferedFile,
     },
+    /// In a simulation ([`super::sim`]): synchronous system calls, which complete before the
+    /// next task runs, so that a seed replays the same run.
+    Std(std::fs::File),
 }
 
 /// A file read and written through io_uring, buffered or direct ([`FileIo`]).
@@ -52,6 +55,19 @@ impl File {
     /// Opens `path` for reading and writing as `io` says, creating it if `create`.
     pub async fn open(path: &Path, io: FileIo, create: bool) -> io::Result<File> {
         let tracked = fault::before_open(path, create)?;
+        if super::sim::active() {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(create)
+                .truncate(false)
+                .open(path)?;
+            return Ok(File {
+                inner: Inner::Std(file),
+                tracked,
+                writeback_running: Rc::new(Cell::new(false)),
+            });
+        }
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(create);
         let inner = match io {
@@ -72,7 +88,7 @@ impl File {
     /// How this file's writes are done; direct files take only [`File::write_buffer`].
     pub fn io(&self) -> FileIo {
         match self.inner {
-            Inner::Buffered(_) => FileIo::Buffered,
+            Inner::Buffered(_) | Inner::Std(_) => FileIo::Buffered,
             Inner::Direct { .. } => FileIo::Direct,
         }
     }
@@ -81,6 +97,7 @@ impl File {
         match &self.inner {
             Inner::Buffered(f) => f.as_raw_fd(),
             Inner::Direct { writer, .. } => writer.as_raw_fd(),
+            Inner::Std(f) => f.as_raw_fd(),
         }
     }
 
@@ -124,7 +141,7 @@ impl File {
                 check_written(written, padded, pos)?;
                 Ok(done)
             }
-            (Staged::Aligned { buf, len }, Inner::Buffered(_)) => self
+            (Staged::Aligned { buf, len }, Inner::Buffered(_) | Inner::Std(_)) => self
                 .write_all_at(buf.as_bytes()[..len].to_vec(), pos)
                 .await
                 .map(|()| None),
@@ -148,6 +165,7 @@ impl File {
         } else {
             match &self.inner {
                 Inner::Buffered(f) => f.write_at(data, pos).await?,
+                Inner::Std(f) => std_write_at(f, &data, pos)?,
                 Inner::Direct { .. } => {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidInput,
@@ -173,6 +191,7 @@ impl File {
         let reader = match &self.inner {
             Inner::Buffered(f) => f,
             Inner::Direct { reader, .. } => reader,
+            Inner::Std(f) => return std_read_at(f, pos, len),
         };
         // Recent data is usually in the page cache: copy it straight into the result, on the
         // reactor, without an io_uring round trip and the second copy out of glommio's buffer.
@@ -199,7 +218,10 @@ impl File {
     /// shard. At most one runs per file; `Ok(false)`: one is still running, nothing started.
     /// Direct files have nothing in the cache: a no-op.
     pub fn start_writeback(&self, offset: u64, len: u64) -> io::Result<bool> {
-        if self.io() == FileIo::Direct || self.writeback_running.get() {
+        if self.io() == FileIo::Direct
+            || self.writeback_running.get()
+            || matches!(self.inner, Inner::Std(_))
+        {
             return Ok(false);
         }
         // A descriptor of its own keeps the file open (and its number unreused) until the
@@ -271,6 +293,7 @@ impl File {
         match &self.inner {
             Inner::Buffered(f) => f.fdatasync().await?,
             Inner::Direct { writer, .. } => writer.fdatasync().await?,
+            Inner::Std(f) => f.sync_data()?,
         }
         if let Some(t) = &self.tracked {
             fault::after_fsync(t);
@@ -294,6 +317,7 @@ impl File {
         match &self.inner {
             Inner::Buffered(f) => f.truncate(size).await?,
             Inner::Direct { writer, .. } => writer.truncate(size).await?,
+            Inner::Std(f) => f.set_len(size)?,
         }
         if let Some(t) = &self.tracked {
             fault::after_truncate(t, size);
@@ -305,6 +329,7 @@ impl File {
         Ok(match &self.inner {
             Inner::Buffered(f) => f.file_size().await?,
             Inner::Direct { writer, .. } => writer.file_size().await?,
+            Inner::Std(f) => f.metadata()?.len(),
         })
     }
 
@@ -315,6 +340,7 @@ impl File {
                 writer.close().await?;
                 reader.close().await?;
             }
+            Inner::Std(f) => drop(f),
         }
         Ok(())
     }
@@ -335,10 +361,14 @@ fn check_written(written: usize, len: usize, pos: u64) -> io::Result<()> {
 /// Removes a file; a file that is already gone is not an error.
 pub async fn remove_file(path: &Path) -> io::Result<()> {
     fault::before_remove(path)?;
-    match glommio::io::remove(path).await {
+    let removed = if super::sim::active() {
+        std::fs::remove_file(path)
+    } else {
+        glommio::io::remove(path).await.map_err(io::Error::from)
+    };
+    match removed {
         Ok(()) => Ok(()),
         Err(e) => {
-            let e: io::Error = e.into();
             if e.kind() == io::ErrorKind::NotFound {
                 Ok(())
             } else {
@@ -351,7 +381,11 @@ pub async fn remove_file(path: &Path) -> io::Result<()> {
 /// Renames a file (atomically replacing `to`).
 pub async fn rename(from: &Path, to: &Path) -> io::Result<()> {
     fault::before_rename(to)?;
-    glommio::io::rename(from, to).await?;
+    if super::sim::active() {
+        std::fs::rename(from, to)?;
+    } else {
+        glommio::io::rename(from, to).await?;
+    }
     fault::after_rename(from, to);
     Ok(())
 }
@@ -361,11 +395,48 @@ pub async fn sync_dir(path: &Path) -> io::Result<()> {
     fault::before_sync_dir(path)?;
     // glommio opens directories relative to nothing: make the path absolute first.
     let path = std::path::absolute(path)?;
-    let dir = glommio::io::Directory::open(&path).await?;
-    dir.sync().await?;
-    dir.close().await?;
+    if super::sim::active() {
+        std::fs::File::open(&path)?.sync_all()?;
+    } else {
+        let dir = glommio::io::Directory::open(&path).await?;
+        dir.sync().await?;
+        dir.close().await?;
+    }
     fault::after_sync_dir(&path);
     Ok(())
+}
+
+/// Writes what it can of `data` at `pos` (short only at a full device), synchronously.
+fn std_write_at(f: &std::fs::File, data: &[u8], pos: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < data.len() {
+        match f.write_at(&data[done..], pos + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if done > 0 && e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Reads up to `len` bytes at `pos`, fewer at the end of the file, synchronously.
+fn std_read_at(f: &std::fs::File, pos: u64, len: usize) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut out = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        match f.read_at(&mut out[done..], pos + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(done);
+    Ok(out)
 }
 
 /// What `preadv2(RWF_NOWAIT)` can read of `[pos, pos + len)` from the page cache without

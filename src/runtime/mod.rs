@@ -21,6 +21,7 @@ mod file;
 mod file_io;
 pub mod port_steering;
 pub mod raft_runtime;
+pub mod sim;
 pub mod stall;
 pub mod stream_halves;
 pub mod write_buffer;
@@ -104,11 +105,20 @@ impl ShardsConfig {
 pub struct ShardContext<M: Send + 'static> {
     id: usize,
     count: usize,
-    senders: Senders<M>,
-    receivers: Receivers<M>,
+    /// `None` for a broker of one shard without a mesh ([`ShardContext::single`]).
+    mesh: Option<(Senders<M>, Receivers<M>)>,
 }
 
 impl<M: Send + 'static> ShardContext<M> {
+    /// The context of a broker's only shard, with no peers to reach (a simulated broker).
+    pub fn single() -> ShardContext<M> {
+        ShardContext {
+            id: 0,
+            count: 1,
+            mesh: None,
+        }
+    }
+
     pub fn id(&self) -> usize {
         self.id
     }
@@ -123,7 +133,10 @@ impl<M: Send + 'static> ShardContext<M> {
         if to == self.id || to >= self.count {
             return Err(SendError::Unreachable { shard: to });
         }
-        self.senders
+        let Some((senders, _)) = &self.mesh else {
+            return Err(SendError::Unreachable { shard: to });
+        };
+        senders
             .send_to(to, msg)
             .await
             .map_err(|_| SendError::Unreachable { shard: to })
@@ -132,7 +145,10 @@ impl<M: Send + 'static> ShardContext<M> {
     /// Takes the inbound channels, one per peer shard. Call once; each [`Inbox`] is usually
     /// drained by its own task.
     pub fn take_inboxes(&mut self) -> Vec<Inbox<M>> {
-        self.receivers
+        let Some((_, receivers)) = &mut self.mesh else {
+            return Vec::new();
+        };
+        receivers
             .streams()
             .into_iter()
             .map(|(from, receiver)| Inbox { from, receiver })
@@ -182,8 +198,7 @@ where
             let ctx = ShardContext {
                 id: senders.peer_id(),
                 count,
-                senders,
-                receivers,
+                mesh: Some((senders, receivers)),
             };
             let id = ctx.id;
             Ok::<(usize, T), ()>((id, stall::Timed::new(shard_main(ctx)).await))
@@ -224,53 +239,280 @@ pub fn block_on<T>(future: impl Future<Output = T>) -> Result<T, RuntimeError> {
 }
 
 /// A task handle: awaiting it yields the task's output; dropping it cancels the task.
-pub type Task<T> = glommio::Task<T>;
+pub struct Task<T>(TaskInner<T>);
+
+enum TaskInner<T> {
+    Glommio(glommio::Task<T>),
+    Sim(async_task::Task<T>),
+}
+
+impl<T> Task<T> {
+    fn sim(task: async_task::Task<T>) -> Task<T> {
+        Task(TaskInner::Sim(task))
+    }
+
+    /// Lets the task run to completion on its own.
+    pub fn detach(self) {
+        match self.0 {
+            TaskInner::Glommio(t) => {
+                t.detach();
+            }
+            TaskInner::Sim(t) => t.detach(),
+        }
+    }
+}
+
+impl<T> Future for Task<T> {
+    type Output = T;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<T> {
+        match &mut self.0 {
+            TaskInner::Glommio(t) => std::pin::Pin::new(t).poll(cx),
+            TaskInner::Sim(t) => std::pin::Pin::new(t).poll(cx),
+        }
+    }
+}
 
 /// Spawns a task on the current shard (its polls are timed: [`stall`]).
 #[track_caller]
 pub fn spawn<T: 'static>(future: impl Future<Output = T> + 'static) -> Task<T> {
-    glommio::spawn_local(stall::Timed::new(future))
+    if sim::active() {
+        return Task(TaskInner::Sim(sim::spawn(future)));
+    }
+    Task(TaskInner::Glommio(glommio::spawn_local(stall::Timed::new(
+        future,
+    ))))
 }
 
 /// Spawns a task on the current shard that runs to completion on its own.
 #[track_caller]
 pub fn spawn_detached(future: impl Future<Output = ()> + 'static) {
-    glommio::spawn_local(stall::Timed::new(future)).detach();
+    spawn(future).detach();
 }
 
 /// Runs `work` on the shard's blocking thread pool (blocking file-system calls, large
-/// decompressions) so the reactor keeps serving; resolves with its result.
+/// decompressions) so the reactor keeps serving; resolves with its result. In a simulation it
+/// runs inline (nothing else shares the thread's time that a simulation measures).
 pub async fn spawn_blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    if sim::active() {
+        return work();
+    }
     glommio::executor().spawn_blocking(work).await
 }
 
 /// Waits for `duration` on the current shard's timer wheel.
 pub async fn sleep(duration: Duration) {
+    if sim::active() {
+        return sim::sleep(duration).await;
+    }
     glommio::timer::sleep(duration).await;
 }
 
-/// Lets other tasks on this shard run if this one has used its time slice.
+/// `future`'s output, or `None` if `duration` passes first.
+pub async fn timeout<T>(duration: Duration, future: impl Future<Output = T>) -> Option<T> {
+    futures_lite::future::or(async { Some(future.await) }, async {
+        sleep(duration).await;
+        None
+    })
+    .await
+}
+
+/// Lets other tasks on this shard run if this one has used its time slice (in a simulation:
+/// always, so that long loops interleave with the rest).
 pub async fn yield_if_needed() {
+    if sim::active() {
+        return sim::yield_now().await;
+    }
     glommio::yield_if_needed().await;
 }
 
-/// Wall-clock milliseconds since the Unix epoch, as Kafka timestamps are.
+/// Wall-clock milliseconds since the Unix epoch, as Kafka timestamps are (in a simulation:
+/// its start date plus virtual time).
 pub fn now_ms() -> i64 {
+    if sim::active() {
+        return sim::start_unix_ms() + sim::now().as_millis() as i64;
+    }
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
 
+/// A point of monotonic time: the process's clock, or a simulation's virtual one. Decisions
+/// (deadlines, timeouts, lag) use this; measurements reported as metrics may use
+/// `std::time::Instant`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(Duration);
+
+static PROCESS_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+impl Instant {
+    pub fn now() -> Instant {
+        if sim::active() {
+            return Instant(sim::now());
+        }
+        let base = *PROCESS_START.get_or_init(std::time::Instant::now);
+        Instant(base.elapsed())
+    }
+
+    pub fn duration_since(&self, earlier: Instant) -> Duration {
+        self.0.saturating_sub(earlier.0)
+    }
+
+    pub fn saturating_duration_since(&self, earlier: Instant) -> Duration {
+        self.0.saturating_sub(earlier.0)
+    }
+
+    pub fn checked_duration_since(&self, earlier: Instant) -> Option<Duration> {
+        self.0.checked_sub(earlier.0)
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        Instant::now().duration_since(*self)
+    }
+
+    pub fn checked_add(&self, d: Duration) -> Option<Instant> {
+        self.0.checked_add(d).map(Instant)
+    }
+}
+
+impl std::ops::Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d))
+    }
+}
+
+impl std::ops::AddAssign<Duration> for Instant {
+    fn add_assign(&mut self, d: Duration) {
+        self.0 = self.0.saturating_add(d);
+    }
+}
+
+impl std::ops::Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(d))
+    }
+}
+
+impl std::ops::Sub<Instant> for Instant {
+    type Output = Duration;
+    fn sub(self, other: Instant) -> Duration {
+        self.0.saturating_sub(other.0)
+    }
+}
+
 /// A TCP connection; read and write it with the `futures_lite` I/O traits.
-pub type TcpStream = glommio::net::TcpStream;
+pub struct TcpStream(StreamInner);
+
+enum StreamInner {
+    Glommio(glommio::net::TcpStream),
+    Sim(sim::net::SimStream),
+}
+
+impl TcpStream {
+    fn from_glommio(stream: glommio::net::TcpStream) -> TcpStream {
+        TcpStream(StreamInner::Glommio(stream))
+    }
+
+    pub fn peer_addr(&self) -> io::Result<std::net::SocketAddr> {
+        match &self.0 {
+            StreamInner::Glommio(s) => Ok(s.peer_addr()?),
+            StreamInner::Sim(s) => s.peer_addr(),
+        }
+    }
+
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        match &self.0 {
+            StreamInner::Glommio(s) => Ok(s.local_addr()?),
+            StreamInner::Sim(s) => s.local_addr(),
+        }
+    }
+}
+
+impl futures_lite::AsyncRead for TcpStream {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut [u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        match &mut self.0 {
+            StreamInner::Glommio(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            StreamInner::Sim(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+        }
+    }
+
+    fn poll_read_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> std::task::Poll<io::Result<usize>> {
+        match &mut self.0 {
+            StreamInner::Glommio(s) => std::pin::Pin::new(s).poll_read_vectored(cx, bufs),
+            StreamInner::Sim(s) => std::pin::Pin::new(s).poll_read_vectored(cx, bufs),
+        }
+    }
+}
+
+impl futures_lite::AsyncWrite for TcpStream {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        match &mut self.0 {
+            StreamInner::Glommio(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+            StreamInner::Sim(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> std::task::Poll<io::Result<usize>> {
+        match &mut self.0 {
+            StreamInner::Glommio(s) => std::pin::Pin::new(s).poll_write_vectored(cx, bufs),
+            StreamInner::Sim(s) => std::pin::Pin::new(s).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match &mut self.0 {
+            StreamInner::Glommio(s) => std::pin::Pin::new(s).poll_flush(cx),
+            StreamInner::Sim(s) => std::pin::Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_close(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match &mut self.0 {
+            StreamInner::Glommio(s) => std::pin::Pin::new(s).poll_close(cx),
+            StreamInner::Sim(s) => std::pin::Pin::new(s).poll_close(cx),
+        }
+    }
+}
 
 /// Opens a TCP connection (no Nagle: requests are small and wait for their answers), giving
 /// up after `timeout`.
 pub async fn connect(addr: std::net::SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    if sim::active() {
+        return Ok(TcpStream(StreamInner::Sim(
+            sim::net::connect(addr, timeout).await?,
+        )));
+    }
     let stream = glommio::net::TcpStream::connect_timeout(addr, timeout).await?;
     stream.set_nodelay(true)?;
-    Ok(stream)
+    Ok(TcpStream(StreamInner::Glommio(stream)))
 }
 
 /// A TCP socket for `addr`'s family with SO_REUSEADDR, not yet bound.
@@ -287,7 +529,12 @@ fn tcp_socket(addr: std::net::SocketAddr) -> io::Result<socket2::Socket> {
 /// A listening socket of the current shard. glommio binds with SO_REUSEPORT, so every shard
 /// binds the same address and the kernel spreads connections across them.
 pub struct TcpListener {
-    inner: glommio::net::TcpListener,
+    inner: ListenerInner,
+}
+
+enum ListenerInner {
+    Glommio(glommio::net::TcpListener),
+    Sim(sim::net::SimListener),
 }
 
 impl TcpListener {
@@ -298,6 +545,9 @@ impl TcpListener {
     /// steered to shards by source port ([`port_steering`]): the shards must bind in shard
     /// order.
     pub fn bind(addr: std::net::SocketAddr, shards: usize) -> io::Result<TcpListener> {
+        if sim::active() {
+            return TcpListener::bind_sim(addr);
+        }
         TcpListener::listen(addr, true, 1024, shards)
     }
 
@@ -316,13 +566,24 @@ impl TcpListener {
         use std::os::fd::{FromRawFd, IntoRawFd};
         // SAFETY: the descriptor is a bound, listening TCP socket whose ownership moves here.
         let inner = unsafe { glommio::net::TcpListener::from_raw_fd(listener.into_raw_fd()) };
-        TcpListener { inner }
+        TcpListener {
+            inner: ListenerInner::Glommio(inner),
+        }
+    }
+
+    fn bind_sim(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            inner: ListenerInner::Sim(sim::net::bind(addr)?),
+        })
     }
 
     /// Binds for one shard alone (SO_REUSEADDR only): a second listener on the address, in
     /// this process or another, fails with `AddrInUse` instead of sharing the connections.
     /// For endpoints a single shard serves (metrics).
     pub fn bind_exclusive(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+        if sim::active() {
+            return TcpListener::bind_sim(addr);
+        }
         TcpListener::listen(addr, false, 128, 1)
     }
 
@@ -346,17 +607,27 @@ impl TcpListener {
         }
         // SAFETY: the descriptor is a bound, listening TCP socket that we own and hand over.
         let inner = unsafe { glommio::net::TcpListener::from_raw_fd(socket.into_raw_fd()) };
-        Ok(TcpListener { inner })
+        Ok(TcpListener {
+            inner: ListenerInner::Glommio(inner),
+        })
     }
 
     pub async fn accept(&self) -> io::Result<TcpStream> {
-        let stream = self.inner.accept().await?;
-        stream.set_nodelay(true)?;
-        Ok(stream)
+        match &self.inner {
+            ListenerInner::Glommio(l) => {
+                let stream = l.accept().await?;
+                stream.set_nodelay(true)?;
+                Ok(TcpStream(StreamInner::Glommio(stream)))
+            }
+            ListenerInner::Sim(l) => Ok(TcpStream(StreamInner::Sim(l.accept().await?))),
+        }
     }
 
     pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
-        Ok(self.inner.local_addr()?)
+        match &self.inner {
+            ListenerInner::Glommio(l) => Ok(l.local_addr()?),
+            ListenerInner::Sim(l) => Ok(l.local_addr()),
+        }
     }
 }
 
@@ -488,24 +759,28 @@ mod tests {
         }
     }
 
+    /// Writes, reads, truncates, syncs and removes a file in `dir` (both backends run it).
+    pub(super) async fn file_round_trip(dir: &std::path::Path) {
+        let path = dir.join("f");
+        let f = File::open_or_create(&path).await.expect("create");
+        f.write_all_at(b"hello world".to_vec(), 0)
+            .await
+            .expect("write");
+        f.fdatasync().await.expect("sync");
+        assert_eq!(f.read_at(6, 100).await.expect("read"), b"world");
+        f.truncate(5).await.expect("truncate");
+        assert_eq!(f.size().await.expect("size"), 5);
+        f.close().await.expect("close");
+        let moved = path.with_extension("moved");
+        rename(&path, &moved).await.expect("rename");
+        sync_dir(dir).await.expect("sync dir");
+        remove_file(&moved).await.expect("remove");
+        remove_file(&moved).await.expect("removing twice is fine");
+    }
+
     #[test]
     fn files_write_read_truncate() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("f");
-        block_on(async {
-            let f = File::open_or_create(&path).await.expect("create");
-            f.write_all_at(b"hello world".to_vec(), 0)
-                .await
-                .expect("write");
-            f.fdatasync().await.expect("sync");
-            assert_eq!(f.read_at(6, 100).await.expect("read"), b"world");
-            f.truncate(5).await.expect("truncate");
-            assert_eq!(f.size().await.expect("size"), 5);
-            f.close().await.expect("close");
-            sync_dir(dir.path()).await.expect("sync dir");
-            remove_file(&path).await.expect("remove");
-            remove_file(&path).await.expect("removing twice is fine");
-        })
-        .expect("executor");
+        block_on(file_round_trip(dir.path())).expect("executor");
     }
 }

@@ -168,7 +168,9 @@ async fn connect_from(
     }
     socket.set_nodelay(true)?;
     // SAFETY: a TCP socket we own, connecting; glommio takes it over.
-    let mut stream = unsafe { super::TcpStream::from_raw_fd(socket.into_raw_fd()) };
+    let mut stream = super::TcpStream::from_glommio(unsafe {
+        glommio::net::TcpStream::from_raw_fd(socket.into_raw_fd())
+    });
     let handshake = async {
         stream.write(&[]).await?;
         Ok::<(), io::Error>(())

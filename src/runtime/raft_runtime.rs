@@ -4,8 +4,9 @@
 //! type and never touches glommio itself.
 //!
 //! openraft drops join handles of tasks it leaves running (tokio semantics), so tasks are
-//! detached at spawn: dropping the handle must not cancel them, as dropping a glommio `Task`
-//! would. Its oneshot channels and watch/mpsc use `tokio::sync`, which needs no tokio runtime.
+//! detached at spawn: dropping the handle must not cancel them, as dropping a runtime `Task`
+//! would. Everything goes through the runtime's own calls, so the node runs in a simulation
+//! ([`super::sim`]) as well. Its oneshot channels and watch/mpsc use `tokio::sync`, which needs no tokio runtime.
 
 use std::future::Future;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
@@ -20,9 +21,9 @@ use openraft::{AsyncRuntime, OptionalSend};
 #[derive(Debug, Default, PartialEq, Eq, Clone, Copy)]
 pub struct GlommioRaftRuntime;
 
-/// A point of the monotonic clock (`std::time::Instant`, which glommio's timers also use).
+/// A point of the monotonic clock: the runtime's [`super::Instant`], virtual in a simulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct MonoInstant(std::time::Instant);
+pub struct MonoInstant(super::Instant);
 
 impl Add<Duration> for MonoInstant {
     type Output = MonoInstant;
@@ -41,7 +42,7 @@ impl Sub<Duration> for MonoInstant {
     type Output = MonoInstant;
     fn sub(self, d: Duration) -> MonoInstant {
         // Saturates at the clock's origin instead of panicking on an early instant.
-        MonoInstant(self.0.checked_sub(d).unwrap_or(self.0))
+        MonoInstant(self.0 - d)
     }
 }
 
@@ -60,7 +61,7 @@ impl SubAssign<Duration> for MonoInstant {
 
 impl openraft::Instant for MonoInstant {
     fn now() -> MonoInstant {
-        MonoInstant(std::time::Instant::now())
+        MonoInstant(super::Instant::now())
     }
 }
 
@@ -69,23 +70,32 @@ impl openraft::Instant for MonoInstant {
 #[error("the raft task ended without a result")]
 pub struct TaskGone;
 
-/// A detached task's handle: awaiting it yields the output; dropping it leaves the task running.
-pub struct RaftJoinHandle<T>(glommio::task::JoinHandle<T>);
+/// A detached task's handle: awaiting it yields the output; dropping it leaves the task running
+/// (the task sends its output through a oneshot channel).
+pub struct RaftJoinHandle<T>(tokio::sync::oneshot::Receiver<T>);
 
 impl<T> Future for RaftJoinHandle<T> {
     type Output = Result<T, TaskGone>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map(|r| r.ok_or(TaskGone))
+        Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|r| r.map_err(|_| TaskGone))
     }
 }
 
-/// A glommio timer whose output is `()`, as openraft's `Sleep` must be.
-pub struct RaftSleep(glommio::timer::Timer);
+/// The runtime's sleep, whose output is `()`, as openraft's `Sleep` must be.
+pub struct RaftSleep(Pin<Box<dyn Future<Output = ()>>>);
+
+impl RaftSleep {
+    fn new(duration: Duration) -> RaftSleep {
+        RaftSleep(Box::pin(super::sleep(duration)))
+    }
+}
 
 impl Future for RaftSleep {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.0).poll(cx).map(|_| ())
+        self.0.as_mut().poll(cx)
     }
 }
 
@@ -97,7 +107,7 @@ pub struct Elapsed;
 /// the deadline wins.
 pub struct RaftTimeout<R, F: Future<Output = R>> {
     future: Pin<Box<F>>,
-    timer: glommio::timer::Timer,
+    timer: RaftSleep,
 }
 
 impl<R, F: Future<Output = R>> Future for RaftTimeout<R, F> {
@@ -125,10 +135,37 @@ impl<T> AsyncOneshotSendExt<T> for RaftOneshotSender<T> {
     }
 }
 
+/// openraft's randomness (election timeouts): the thread's generator, or in a simulation its
+/// seeded one, so that a seed replays the same elections.
+pub struct RaftRng(Option<rand::rngs::ThreadRng>);
+
+impl rand::RngCore for RaftRng {
+    fn next_u32(&mut self) -> u32 {
+        self.next_u64() as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        match &mut self.0 {
+            Some(rng) => rng.next_u64(),
+            None => super::sim::random_u64(),
+        }
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for chunk in dest.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
 fn until(deadline: MonoInstant) -> Duration {
-    deadline
-        .0
-        .saturating_duration_since(std::time::Instant::now())
+    deadline.0.saturating_duration_since(super::Instant::now())
 }
 
 impl AsyncRuntime for GlommioRaftRuntime {
@@ -138,7 +175,7 @@ impl AsyncRuntime for GlommioRaftRuntime {
     type Instant = MonoInstant;
     type TimeoutError = Elapsed;
     type Timeout<R, T: Future<Output = R> + OptionalSend> = RaftTimeout<R, T>;
-    type ThreadLocalRng = rand::rngs::ThreadRng;
+    type ThreadLocalRng = RaftRng;
     type OneshotSender<T: OptionalSend> = RaftOneshotSender<T>;
     type OneshotReceiverError = tokio::sync::oneshot::error::RecvError;
     type OneshotReceiver<T: OptionalSend> = tokio::sync::oneshot::Receiver<T>;
@@ -148,15 +185,19 @@ impl AsyncRuntime for GlommioRaftRuntime {
         T: Future + OptionalSend + 'static,
         T::Output: OptionalSend + 'static,
     {
-        RaftJoinHandle(glommio::spawn_local(super::stall::Timed::new(future)).detach())
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        super::spawn_detached(async move {
+            let _ = tx.send(future.await);
+        });
+        RaftJoinHandle(rx)
     }
 
     fn sleep(duration: Duration) -> RaftSleep {
-        RaftSleep(glommio::timer::Timer::new(duration))
+        RaftSleep::new(duration)
     }
 
     fn sleep_until(deadline: MonoInstant) -> RaftSleep {
-        RaftSleep(glommio::timer::Timer::new(until(deadline)))
+        RaftSleep::new(until(deadline))
     }
 
     fn timeout<R, F: Future<Output = R> + OptionalSend>(
@@ -165,7 +206,7 @@ impl AsyncRuntime for GlommioRaftRuntime {
     ) -> RaftTimeout<R, F> {
         RaftTimeout {
             future: Box::pin(future),
-            timer: glommio::timer::Timer::new(duration),
+            timer: RaftSleep::new(duration),
         }
     }
 
@@ -177,12 +218,16 @@ impl AsyncRuntime for GlommioRaftRuntime {
     }
 
     fn is_panic(_: &TaskGone) -> bool {
-        // glommio does not say why a task ended; a lost result is treated as fatal by the caller.
+        // The runtime does not say why a task ended; a lost result is treated as fatal.
         true
     }
 
-    fn thread_rng() -> rand::rngs::ThreadRng {
-        rand::thread_rng()
+    fn thread_rng() -> RaftRng {
+        if super::sim::active() {
+            RaftRng(None)
+        } else {
+            RaftRng(Some(rand::thread_rng()))
+        }
     }
 
     fn oneshot<T: OptionalSend>() -> (RaftOneshotSender<T>, tokio::sync::oneshot::Receiver<T>) {

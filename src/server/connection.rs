@@ -9,7 +9,9 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::runtime::Instant;
 
 use bytes::Bytes;
 use futures_lite::{AsyncRead, AsyncWriteExt};

@@ -10,7 +10,9 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::runtime::Instant;
 
 use crate::config::BrokerConfig;
 use crate::protocol::frame::FrameError;

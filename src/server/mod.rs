@@ -12,9 +12,11 @@ pub mod connection;
 pub mod connection_limits;
 mod connection_timeouts;
 pub mod handlers;
+mod housekeeping_loop;
 pub mod metrics_endpoint;
 mod refusal_log;
 mod response_writer;
+pub mod sim;
 mod startup_log;
 pub mod stop;
 
@@ -23,16 +25,16 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::connection_limits::ConnectionLimits;
 use self::refusal_log::RefusalLog;
 use self::startup_log::StartupInfo;
 use self::stop::{Phase, Progress, StopCause, StopSupervisor};
 use crate::config::BrokerConfig;
-use crate::health::disk_space::{self, DiskSpaceWatch, DiskThresholds};
+
 use crate::runtime::{self, ShardContext, ShardsConfig, TcpListener};
-use crate::shard::housekeeping;
+
 use crate::shard::messages::MeshMessage;
 use crate::shard::Shard;
 use crate::util::shutdown::ShutdownSignal;
@@ -519,54 +521,7 @@ async fn shard_main(
             .spawn_ticker(shard.group_host(), move || shutdown.is_triggered());
     }
 
-    let housekeeping = {
-        let shard = Rc::clone(&shard);
-        let shutdown = Rc::clone(&shutdown);
-        runtime::spawn(async move {
-            // Shard 0 watches the data dir's free space (one filesystem for all shards),
-            // checking at once so a broker started on a nearly full disk says so.
-            let mut disk_watch = (shard.id == 0).then(|| {
-                DiskSpaceWatch::new(
-                    DiskThresholds {
-                        bytes: shard.config.disk_free_warn_bytes,
-                        percent: shard.config.disk_free_warn_percent,
-                    },
-                    disk_space::LOW_DISK_REPEAT_INTERVAL,
-                )
-            });
-            let mut schedule = housekeeping::Schedule::new(
-                Instant::now(),
-                disk_space::DISK_CHECK_INTERVAL,
-                housekeeping::CheckpointIntervals {
-                    logs: Duration::from_millis(shard.config.checkpoint_interval_ms),
-                    high_watermarks: Duration::from_millis(shard.config.hw_checkpoint_interval_ms),
-                },
-            );
-            while !shutdown.is_triggered() {
-                let jobs = schedule.take_due(Instant::now());
-                if jobs.disk_check {
-                    if let Some(watch) = disk_watch.as_mut() {
-                        disk_space::check(watch, &shard.config.data_dir);
-                    }
-                }
-                if jobs.flush || jobs.retention || jobs.checkpoint || jobs.hw_checkpoint {
-                    shard.housekeeping(runtime::now_ms(), jobs).await;
-                    crate::health::slow_fsync::flush();
-                }
-                // Only partitions with a flush policy (log.flush.interval.*) need the frequent
-                // flush check; otherwise the shard sleeps until its next real job.
-                let wait = schedule.wait(
-                    Instant::now(),
-                    housekeeping::OptionalJobs {
-                        flush_checks: shard.partitions.has_flush_policy(),
-                        disk_checks: disk_watch.is_some(),
-                        hw_checkpoints: shard.partitions.has_replicated(),
-                    },
-                );
-                futures_lite::future::or(runtime::sleep(wait), shutdown.wait()).await;
-            }
-        })
-    };
+    let housekeeping = housekeeping_loop::spawn(Rc::clone(&shard), Rc::clone(&shutdown));
 
     // The signal wakes this shard through its own ring; the flag covers a signal that came
     // before the listener was registered.

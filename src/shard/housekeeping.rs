@@ -4,7 +4,9 @@
 //! Pure: the time is passed in, so the shard sleeps exactly until its next job instead of
 //! waking on a fixed tick.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::runtime::Instant;
 
 /// How often flush policies are checked, for partitions that have one.
 pub const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(500);

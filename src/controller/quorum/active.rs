@@ -10,7 +10,9 @@
 
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::runtime::Instant;
 
 use super::node::{ProposeError, QuorumNode};
 use super::server::BrokerCall;

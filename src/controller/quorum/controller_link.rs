@@ -8,7 +8,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::runtime::Instant;
 
 use super::network::ControllerClient;
 use super::state_machine::MetadataView;

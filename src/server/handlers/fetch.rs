@@ -13,7 +13,9 @@
 //! message sets, magic 0 for v0/v1 and magic 1 for v2/v3, as Kafka does. v13+ name topics by
 //! id; an id we do not know is answered UNKNOWN_TOPIC_ID.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::runtime::Instant;
 
 use crate::protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use crate::protocol::messages::fetch_response::{

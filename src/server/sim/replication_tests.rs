@@ -1,0 +1,296 @@
+//! A three-broker cluster of the real broker under the simulator: acks=all writes while
+//! brokers crash and restart and links are cut, then, healed, every acknowledged record must
+//! be in the log at the offset it was acknowledged with, and every replica's log the same
+//! below the high watermark.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::broker::{self, client_addr, node_of, SimBroker};
+use super::client::SimClient;
+use crate::protocol::batch_builder::{decode_records, BatchBuilder};
+use crate::protocol::record_batch::BatchHeader;
+use crate::runtime::sim::{self, net, SimConfig};
+use crate::runtime::{self, Instant};
+use crate::shard::Shard;
+
+const IDS: [i32; 3] = [1, 2, 3];
+const TOPIC: &str = "sim";
+const RECORDS: u64 = 100;
+const SEED_VAR: &str = "RINGBROKER_BROKER_SIM_SEED";
+const SEEDS_VAR: &str = "RINGBROKER_BROKER_SIM_SEEDS";
+const SEEDS: u64 = 8;
+
+fn settings() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("controller.quorum.election.timeout.ms", "1000"),
+        ("broker.heartbeat.interval.ms", "200"),
+        ("broker.session.timeout.ms", "1500"),
+        ("replica.lag.time.max.ms", "2000"),
+        ("offsets.topic.replication.factor", "3"),
+    ]
+}
+
+/// Connects to any broker that answers, trying them in turn.
+async fn any_client(up: &[i32]) -> Option<(i32, SimClient)> {
+    for &id in up {
+        if let Ok(c) = SimClient::connect(client_addr(id)).await {
+            return Some((id, c));
+        }
+    }
+    None
+}
+
+/// The batches of `id`'s log below `end`: (base offset, CRC) each.
+async fn batches(id: i32, shard: Option<Rc<Shard>>, end: i64) -> Result<Vec<(i64, u32)>, String> {
+    let shard = shard.ok_or(format!("broker {id} is down"))?;
+    let p = shard
+        .partitions
+        .get(TOPIC, 0)
+        .ok_or(format!("broker {id} has no log"))?;
+    let mut out = Vec::new();
+    let mut next = 0i64;
+    for _ in 0..10_000 {
+        if next >= end {
+            break;
+        }
+        let r = p
+            .log
+            .read(next, 1 << 20, Some(end))
+            .await
+            .map_err(|e| format!("broker {id}: read at {next}: {e}"))?;
+        if r.records.is_empty() {
+            return Err(format!("broker {id}: nothing at {next} (< {end})"));
+        }
+        let mut rest = &r.records[..];
+        while rest.len() >= 61 {
+            let h = BatchHeader::parse(rest).map_err(|e| format!("broker {id}: {e}"))?;
+            let len = h.total_len();
+            if h.base_offset < end {
+                out.push((h.base_offset, h.crc));
+            }
+            next = h.last_offset() + 1;
+            rest = &rest[len.min(rest.len())..];
+        }
+    }
+    Ok(out)
+}
+
+async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, String> {
+    let voters = broker::voters(&IDS);
+    let extra = settings();
+    let brokers: Rc<RefCell<Vec<SimBroker>>> = Rc::new(RefCell::new(
+        IDS.iter()
+            .map(|&id| {
+                let d = dir.join(format!("broker-{id}"));
+                let c = broker::config(id, &d, &voters, &extra)?;
+                Ok(SimBroker::new(id, d, c))
+            })
+            .collect::<Result<_, String>>()?,
+    ));
+    for b in brokers.borrow_mut().iter_mut() {
+        b.start();
+    }
+    // The cluster forms: a broker answers with all three registered.
+    let mut formed = false;
+    for _ in 0..300 {
+        runtime::sleep(Duration::from_millis(100)).await;
+        if let Some((_, mut c)) = any_client(&IDS).await {
+            if let Ok(m) = c.metadata(TOPIC).await {
+                if m.brokers.len() == IDS.len() {
+                    formed = true;
+                    break;
+                }
+            }
+        }
+    }
+    if !formed {
+        return Err("the cluster did not form in 30 s".into());
+    }
+    let mut created = false;
+    for _ in 0..100 {
+        if let Some((_, mut c)) = any_client(&IDS).await {
+            if let Ok(code) = c
+                .create_topic(TOPIC, 1, 3, &[("min.insync.replicas", "2")])
+                .await
+            {
+                if code == 0 || code == 36 {
+                    created = true;
+                    break;
+                }
+            }
+        }
+        runtime::sleep(Duration::from_millis(200)).await;
+    }
+    if !created {
+        return Err("the topic was not created".into());
+    }
+    // acks=all writes, one batch of one record at a time; (value, offset) of each ack.
+    let acked: Rc<RefCell<Vec<(u64, i64)>>> = Rc::new(RefCell::new(Vec::new()));
+    let producer = {
+        let acked = Rc::clone(&acked);
+        runtime::spawn(async move {
+            let mut client: Option<(i32, SimClient)> = None;
+            for value in 0..RECORDS {
+                // Paced, so that the faults fall among the writes.
+                runtime::sleep(Duration::from_millis(sim::random_u64() % 200)).await;
+                for _attempt in 0..600 {
+                    if client.is_none() {
+                        // Find the leader through any broker, then connect to it.
+                        if let Some((_, mut c)) = any_client(&IDS).await {
+                            if let Some(l) = c.leader(TOPIC, 0).await {
+                                client = SimClient::connect(client_addr(l))
+                                    .await
+                                    .ok()
+                                    .map(|c| (l, c));
+                            }
+                        }
+                    }
+                    if let Some((_, c)) = client.as_mut() {
+                        let mut b = BatchBuilder::new(runtime::now_ms());
+                        b.push(None, Some(&value.to_be_bytes()), runtime::now_ms(), &[]);
+                        match c.produce(TOPIC, 0, b.finish(), -1).await {
+                            Ok(p) if p.error_code == 0 => {
+                                acked.borrow_mut().push((value, p.base_offset));
+                                break;
+                            }
+                            _ => client = None,
+                        }
+                    }
+                    runtime::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        })
+    };
+    // Faults until the writes are done: a crash and restart, or a cut link and its heal.
+    let mut faults = 0u32;
+    let started = Instant::now();
+    while acked.borrow().len() < RECORDS as usize && started.elapsed() < Duration::from_secs(600) {
+        runtime::sleep(Duration::from_millis(500 + sim::random_u64() % 1500)).await;
+        let victim = IDS[(sim::random_u64() % 3) as usize];
+        let other = IDS[(sim::random_u64() % 3) as usize];
+        let hold = Duration::from_millis(300 + sim::random_u64() % 3000);
+        if sim::random_u64() % 2 == 0 {
+            brokers.borrow_mut()[(victim - 1) as usize].crash();
+            runtime::sleep(hold).await;
+            brokers.borrow_mut()[(victim - 1) as usize].start();
+        } else if victim != other {
+            net::partition(node_of(victim), node_of(other));
+            runtime::sleep(hold).await;
+            net::heal(node_of(victim), node_of(other));
+        }
+        faults += 1;
+    }
+    producer.await;
+    net::heal_all();
+    let acked = acked.borrow().clone();
+    if acked.len() < RECORDS as usize {
+        return Err(format!(
+            "only {} of {RECORDS} writes were acknowledged",
+            acked.len()
+        ));
+    }
+    // Healed: wait until every replica holds the leader's high watermark.
+    let mut hw = -1;
+    for _ in 0..600 {
+        runtime::sleep(Duration::from_millis(100)).await;
+        let bs = brokers.borrow();
+        let mut ends = Vec::new();
+        for b in bs.iter() {
+            if let Some(p) = b.shard().and_then(|s| s.partitions.get(TOPIC, 0)) {
+                ends.push((p.log.offsets().log_end_offset, p.high_watermark()));
+            }
+        }
+        let max_hw = ends.iter().map(|e| e.1).max().unwrap_or(-1);
+        if ends.len() == 3 && ends.iter().all(|e| e.0 >= max_hw) && max_hw >= acked.len() as i64 {
+            hw = max_hw;
+            break;
+        }
+    }
+    if hw < 0 {
+        return Err("the replicas did not catch up after healing".into());
+    }
+    // Every acknowledged record is where its ack said, in the leader's log.
+    let shards: Vec<(i32, Option<Rc<Shard>>)> =
+        brokers.borrow().iter().map(|b| (b.id, b.shard())).collect();
+    let mut leader_batches = Vec::new();
+    for (id, shard) in shards {
+        leader_batches.push((id, batches(id, shard, hw).await?));
+    }
+    let first = &leader_batches[0].1;
+    for (id, bs) in &leader_batches[1..] {
+        if bs != first {
+            return Err(format!(
+                "broker {id}'s log differs from broker {}'s below the high watermark {hw}",
+                leader_batches[0].0
+            ));
+        }
+    }
+    let shard = brokers.borrow()[0].shard().ok_or("broker 1 is down")?;
+    let p = shard.partitions.get(TOPIC, 0).ok_or("no log on broker 1")?;
+    for (value, offset) in &acked {
+        let r = p
+            .log
+            .read(*offset, 1 << 16, Some(hw))
+            .await
+            .map_err(|e| format!("read at {offset}: {e}"))?;
+        let records = decode_records(&r.records).map_err(|e| format!("at {offset}: {e}"))?;
+        let found = records.iter().find(|rec| rec.offset == *offset);
+        if found.and_then(|r| r.value.clone()) != Some(value.to_be_bytes().to_vec()) {
+            return Err(format!(
+                "acknowledged record {value} at offset {offset} is not there (found {found:?})"
+            ));
+        }
+    }
+    for b in brokers.borrow_mut().iter_mut() {
+        b.crash();
+    }
+    Ok(format!(
+        "seed {seed}: {faults} faults, {} acked, high watermark {hw}, {:?} of virtual time",
+        acked.len(),
+        sim::elapsed()
+    ))
+}
+
+fn seeds() -> Vec<u64> {
+    if let Some(s) = std::env::var(SEED_VAR).ok().and_then(|v| v.parse().ok()) {
+        return vec![s];
+    }
+    let n = std::env::var(SEEDS_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SEEDS);
+    (0..n).collect()
+}
+
+#[test]
+fn acknowledged_writes_survive_crashes_and_partitions_of_the_real_broker() {
+    if std::env::var("RUST_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+    for seed in seeds() {
+        // On tmpfs when there is one: the brokers' fsyncs are real system calls, and
+        // the simulation does not need them to reach a disk.
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            tempfile::tempdir_in(shm)
+        } else {
+            tempfile::tempdir()
+        }
+        .expect("tempdir");
+        let path = dir.path().to_path_buf();
+        let config = SimConfig {
+            max_time: Duration::from_secs(1800),
+            ..SimConfig::seeded(seed)
+        };
+        match sim::run(config, cluster_run(seed, path)) {
+            Ok(Ok(summary)) => eprintln!("{summary}"),
+            Ok(Err(e)) => panic!("seed {seed} failed: {e} (replay: {SEED_VAR}={seed})"),
+            Err(e) => panic!("seed {seed}: {e} (replay: {SEED_VAR}={seed})"),
+        }
+    }
+}
