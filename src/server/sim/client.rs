@@ -12,13 +12,15 @@ use kafka_protocol::messages::create_topics_request::{
 use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::produce_request::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
 use kafka_protocol::messages::produce_response::ProduceResponse;
-use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
+use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::replication::replica_client::{ReplicaClient, ReplicaClientError};
@@ -106,6 +108,20 @@ impl SimClient {
             .call(ApiKey::CreateTopics, 7, &req, TIMEOUT)
             .await?;
         Ok(resp.topics.first().map_or(-1, |t| t.error_code))
+    }
+
+    /// An idempotent producer's id and epoch (error code, id, epoch).
+    pub async fn init_producer_id(&mut self) -> Result<(i16, i64, i16), ReplicaClientError> {
+        let mut req = InitProducerIdRequest::default();
+        req.transactional_id = None;
+        req.transaction_timeout_ms = 60_000;
+        req.producer_id = ProducerId(-1);
+        req.producer_epoch = -1;
+        let resp: InitProducerIdResponse = self
+            .inner
+            .call(ApiKey::InitProducerId, 4, &req, TIMEOUT)
+            .await?;
+        Ok((resp.error_code, resp.producer_id.0, resp.producer_epoch))
     }
 
     /// Produces one batch with `acks`.

@@ -17,7 +17,10 @@ use crate::shard::Shard;
 
 const IDS: [i32; 3] = [1, 2, 3];
 const TOPIC: &str = "sim";
-const RECORDS: u64 = 100;
+/// Records per producer.
+const RECORDS: u64 = 60;
+const PRODUCERS: u64 = 2;
+const TOTAL: usize = (RECORDS * PRODUCERS) as usize;
 const SEED_VAR: &str = "RINGBROKER_BROKER_SIM_SEED";
 const SEEDS_VAR: &str = "RINGBROKER_BROKER_SIM_SEEDS";
 const SEEDS: u64 = 8;
@@ -77,6 +80,49 @@ async fn batches(id: i32, shard: Option<Rc<Shard>>, end: i64) -> Result<Vec<(i64
     Ok(out)
 }
 
+/// Producer `k`: an idempotent producer writing values `k * 1_000_000 + i` with sequence `i`.
+async fn produce(k: u64, acked: Rc<RefCell<Vec<(u64, i64)>>>) {
+    let mut producer = None;
+    for _ in 0..600 {
+        if let Some((_, mut c)) = any_client(&IDS).await {
+            if let Ok((0, id, epoch)) = c.init_producer_id().await {
+                producer = Some((id, epoch));
+                break;
+            }
+        }
+        runtime::sleep(Duration::from_millis(100)).await;
+    }
+    let Some((id, epoch)) = producer else { return };
+    let mut client: Option<SimClient> = None;
+    for i in 0..RECORDS {
+        let value = k * 1_000_000 + i;
+        // Paced, so that the faults fall among the writes.
+        runtime::sleep(Duration::from_millis(sim::random_u64() % 300)).await;
+        for _attempt in 0..600 {
+            if client.is_none() {
+                // Find the leader through any broker, then connect to it.
+                if let Some((_, mut c)) = any_client(&IDS).await {
+                    if let Some(l) = c.leader(TOPIC, 0).await {
+                        client = SimClient::connect(client_addr(l)).await.ok();
+                    }
+                }
+            }
+            if let Some(c) = client.as_mut() {
+                let mut b = BatchBuilder::new(runtime::now_ms()).producer(id, epoch, i as i32);
+                b.push(None, Some(&value.to_be_bytes()), runtime::now_ms(), &[]);
+                match c.produce(TOPIC, 0, b.finish(), -1).await {
+                    Ok(p) if p.error_code == 0 => {
+                        acked.borrow_mut().push((value, p.base_offset));
+                        break;
+                    }
+                    _ => client = None,
+                }
+            }
+            runtime::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
 async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, String> {
     let voters = broker::voters(&IDS);
     let extra = settings();
@@ -126,47 +172,16 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
     if !created {
         return Err("the topic was not created".into());
     }
-    // acks=all writes, one batch of one record at a time; (value, offset) of each ack.
+    // Idempotent acks=all writes, one batch of one record at a time, each retried with its
+    // sequence number until acknowledged; (value, offset) of each ack.
     let acked: Rc<RefCell<Vec<(u64, i64)>>> = Rc::new(RefCell::new(Vec::new()));
-    let producer = {
-        let acked = Rc::clone(&acked);
-        runtime::spawn(async move {
-            let mut client: Option<(i32, SimClient)> = None;
-            for value in 0..RECORDS {
-                // Paced, so that the faults fall among the writes.
-                runtime::sleep(Duration::from_millis(sim::random_u64() % 200)).await;
-                for _attempt in 0..600 {
-                    if client.is_none() {
-                        // Find the leader through any broker, then connect to it.
-                        if let Some((_, mut c)) = any_client(&IDS).await {
-                            if let Some(l) = c.leader(TOPIC, 0).await {
-                                client = SimClient::connect(client_addr(l))
-                                    .await
-                                    .ok()
-                                    .map(|c| (l, c));
-                            }
-                        }
-                    }
-                    if let Some((_, c)) = client.as_mut() {
-                        let mut b = BatchBuilder::new(runtime::now_ms());
-                        b.push(None, Some(&value.to_be_bytes()), runtime::now_ms(), &[]);
-                        match c.produce(TOPIC, 0, b.finish(), -1).await {
-                            Ok(p) if p.error_code == 0 => {
-                                acked.borrow_mut().push((value, p.base_offset));
-                                break;
-                            }
-                            _ => client = None,
-                        }
-                    }
-                    runtime::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        })
-    };
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|k| runtime::spawn(produce(k, Rc::clone(&acked))))
+        .collect();
     // Faults until the writes are done: a crash and restart, or a cut link and its heal.
     let mut faults = 0u32;
     let started = Instant::now();
-    while acked.borrow().len() < RECORDS as usize && started.elapsed() < Duration::from_secs(600) {
+    while acked.borrow().len() < TOTAL && started.elapsed() < Duration::from_secs(600) {
         runtime::sleep(Duration::from_millis(500 + sim::random_u64() % 1500)).await;
         let victim = IDS[(sim::random_u64() % 3) as usize];
         let other = IDS[(sim::random_u64() % 3) as usize];
@@ -182,12 +197,14 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
         }
         faults += 1;
     }
-    producer.await;
+    for p in producers {
+        p.await;
+    }
     net::heal_all();
     let acked = acked.borrow().clone();
-    if acked.len() < RECORDS as usize {
+    if acked.len() < TOTAL {
         return Err(format!(
-            "only {} of {RECORDS} writes were acknowledged",
+            "only {} of {TOTAL} writes were acknowledged",
             acked.len()
         ));
     }
@@ -242,6 +259,39 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
                 "acknowledged record {value} at offset {offset} is not there (found {found:?})"
             ));
         }
+    }
+    // Exactly once: the log below the HW holds each acknowledged value once, nothing else.
+    if hw != TOTAL as i64 {
+        return Err(format!(
+            "the high watermark is {hw} after {TOTAL} idempotent writes (duplicates or extras)"
+        ));
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    let mut next = 0i64;
+    while next < hw {
+        let r = p
+            .log
+            .read(next, 1 << 20, Some(hw))
+            .await
+            .map_err(|e| format!("read at {next}: {e}"))?;
+        let mut rest = &r.records[..];
+        if rest.is_empty() {
+            return Err(format!("nothing at {next} below the high watermark {hw}"));
+        }
+        while rest.len() >= 61 {
+            let h = BatchHeader::parse(rest).map_err(|e| e.to_string())?;
+            let len = h.total_len().min(rest.len());
+            for rec in decode_records(&rest[..len]).map_err(|e| e.to_string())? {
+                if rec.offset < hw {
+                    *seen.entry(rec.value.unwrap_or_default()).or_insert(0u32) += 1;
+                }
+            }
+            next = h.last_offset() + 1;
+            rest = &rest[len..];
+        }
+    }
+    if let Some((v, n)) = seen.iter().find(|(_, n)| **n != 1) {
+        return Err(format!("value {v:?} is in the log {n} times"));
     }
     for b in brokers.borrow_mut().iter_mut() {
         b.crash();
