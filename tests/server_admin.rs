@@ -722,3 +722,40 @@ fn dynamic_broker_configs_change_topic_defaults_live() {
     drop(c);
     broker.stop_cleanly();
 }
+
+/// The messages of CreateTopics and CreatePartitions refusals are Kafka's, word for word (the
+/// differential test against Apache Kafka 4.1, tests/interop/kafka_diff.py, compares what
+/// kafka-topics prints).
+#[test]
+fn topic_refusals_carry_kafkas_messages() {
+    let broker = Broker::start(&[]);
+    let mut c = broker.client();
+    c.create_topic("t", 3, &[]);
+    let again = c.try_create_topic("t", 3, &[], false);
+    assert_eq!(again.error_code, ResponseError::TopicAlreadyExists.code());
+    assert_eq!(
+        again.error_message.map(|m| m.to_string()).as_deref(),
+        Some("Topic 't' already exists.")
+    );
+    let rf = c.try_create_replicated_topic("rf3", 1, 3, &[], false);
+    assert_eq!(
+        rf.error_code,
+        ResponseError::InvalidReplicationFactor.code()
+    );
+    assert_eq!(
+        rf.error_message.map(|m| m.to_string()).as_deref(),
+        Some(
+            "Unable to replicate the partition 3 time(s): The target replication factor of 3 \
+             cannot be reached because only 1 broker(s) are registered."
+        )
+    );
+    let (code, msg) = c.create_partitions("t", 2, None, false);
+    assert_eq!(code, ResponseError::InvalidPartitions.code());
+    assert_eq!(
+        msg.as_deref(),
+        Some("The topic t currently has 3 partition(s); 2 would not be an increase.")
+    );
+    let (code, msg) = c.create_partitions("t", 3, None, false);
+    assert_eq!(code, ResponseError::InvalidPartitions.code());
+    assert_eq!(msg.as_deref(), Some("Topic already has 3 partition(s)."));
+}
