@@ -32,7 +32,7 @@ const INVALID_CONFIG: i16 = 40;
 /// Kafka 3.9's topic configs (its LogConfig), each with a valid value that is not the default,
 /// and the value DescribeConfigs gives back for it.
 const KAFKA_TOPIC_CONFIGS: &[(&str, &str, &str)] = &[
-    ("cleanup.policy", "delete,compact", "compact,delete"),
+    ("cleanup.policy", "delete,compact", "delete,compact"), // in the order given, as Kafka
     ("compression.gzip.level", "5", "5"),
     ("compression.lz4.level", "10", "10"),
     ("compression.type", "zstd", "zstd"),
@@ -319,9 +319,14 @@ fn append_or_subtract_on_a_non_list_config_is_invalid_config() {
             "{verb}: {msg}"
         );
     }
-    // A list property takes them.
+    // A list property takes them, and keeps its order: appended at the end, as Kafka does
+    // ("delete,compact" there; the differential test found "compact,delete" here).
     let (code, msg) = incremental(&mut c, "t", "cleanup.policy", 2, "compact");
     assert_eq!(code, 0, "{msg}");
+    assert_eq!(
+        value(&describe(&mut c, "t"), "cleanup.policy"),
+        "delete,compact"
+    );
     let (code, msg) = incremental(&mut c, "t", "cleanup.policy", 3, "delete");
     assert_eq!(code, 0, "{msg}");
     assert_eq!(value(&describe(&mut c, "t"), "cleanup.policy"), "compact");
