@@ -713,6 +713,12 @@ public final class Main {
       return null;
     });
     rec("configs.topic.after_subtract.cleanup.policy", entry(describe(r).get("cleanup.policy")));
+    // The order of a list a value is appended to ("delete" + "compact").
+    expectError("configs.topic.alter.append_after", "ok", () -> {
+      alter(r, op("cleanup.policy", "compact", AlterConfigOp.OpType.APPEND));
+      return null;
+    });
+    rec("configs.topic.after_append.cleanup.policy", entry(describe(r).get("cleanup.policy")));
     expectError("configs.topic.alter.bad_value", "InvalidConfigurationException", () -> {
       alter(r, op("retention.ms", "soon", AlterConfigOp.OpType.SET));
       return null;
@@ -741,6 +747,12 @@ public final class Main {
       rec("configs.topic.synonyms." + k, syn);
     }
     admin.deleteTopics(List.of(t)).all().get();
+    // A list created in a non-canonical order reads back as given?
+    String t2 = prefix + "-cfg-order";
+    createTopic(t2, 1, Map.of("cleanup.policy", "delete,compact"));
+    rec("configs.topic.created_order.cleanup.policy",
+        entry(describe(new ConfigResource(ConfigResource.Type.TOPIC, t2)).get("cleanup.policy")));
+    admin.deleteTopics(List.of(t2)).all().get();
   }
 
   static final List<String> BROKER_KEYS = List.of("num.partitions", "default.replication.factor", "log.retention.hours",
