@@ -163,6 +163,7 @@ class Run:
         self.kafka_started = False
         self.broker = None
         self.children = []
+        self.interrupted = False
 
     def java_cp(self):
         cpfile = os.path.join(JAVA_DIR, "target", "classpath.txt")
@@ -174,9 +175,11 @@ class Run:
 
     def start_kafka(self):
         t0 = time.monotonic()
+        # Set first: a start interrupted (SIGTERM, the timeout) leaves JVMs that kafka.sh started
+        # with setsid; `kafka.sh stop` finds them by their pid files.
+        self.kafka_started = True
         out = subprocess.run(["bash", KAFKA_SH, "start", self.kafka_dir], capture_output=True, text=True,
                              timeout=240)
-        self.kafka_started = True  # a half-started node is stopped too
         if out.returncode != 0:
             raise RuntimeError(f"kafka.sh start failed: {out.stderr[-800:]}")
         log(f"Kafka {out.stdout.strip()} up in {time.monotonic() - t0:.1f}s")
@@ -229,8 +232,16 @@ class Run:
             if p.poll() is None:
                 p.kill()
                 p.wait(10)
-        if self.broker is not None and self.broker.poll() is None:
-            self.broker.send_signal(signal.SIGTERM)
+        if self.broker is not None and self.broker.returncode is None:
+            # Interrupted by GNU timeout or ^C, which signal the whole process group, the broker has
+            # had its SIGTERM already (a second one makes it exit at once, with 1): a moment first.
+            if self.interrupted:
+                try:
+                    self.broker.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.broker.poll() is None:
+                self.broker.send_signal(signal.SIGTERM)
             try:
                 rc = self.broker.wait(20)
                 print(("PASS" if rc == 0 else "FAIL") + f" kafka-diff: ringbroker SIGTERM -> exit {rc}", flush=True)
@@ -455,8 +466,12 @@ def main():
     os.makedirs(args.work)
     run = Run(args)
     # run.sh's `timeout` sends SIGTERM: end through the finally below (Kafka and the broker stopped).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+    def interrupted(code):
+        run.interrupted = True
+        sys.exit(code)
+
+    signal.signal(signal.SIGTERM, lambda *_: interrupted(143))
+    signal.signal(signal.SIGINT, lambda *_: interrupted(130))
     t0 = time.monotonic()
     try:
         run.run()
