@@ -268,8 +268,10 @@ fn topic_configs_describe_and_alter() {
     assert_eq!(code, NONE);
     let d = c.describe_configs(4, TOPIC, "cfg", Some(&["segment.ms"]));
     assert_eq!(config(&d, "segment.ms").config_source, DEFAULT_CONFIG);
+    // Kafka's controller answers INVALID_CONFIG here (checked against Kafka 4.1 by
+    // tests/interop/kafka_diff.py), not INVALID_REQUEST.
     let (code, _) = c.incremental_alter("cfg", &[("retention.ms", 2, Some("1"))], false);
-    assert_eq!(code, INVALID_REQUEST);
+    assert_eq!(code, INVALID_CONFIG);
     let (code, _) = c.incremental_alter("cfg", &[("bogus.name", 0, Some("1"))], false);
     assert_eq!(code, INVALID_CONFIG);
     let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("delete"))], false);
@@ -277,7 +279,8 @@ fn topic_configs_describe_and_alter() {
     let (code, msg) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("compact"))], false);
     assert_eq!(code, NONE, "{msg:?}");
     let d = c.describe_configs(4, TOPIC, "cfg", Some(&["cleanup.policy"]));
-    assert_eq!(value(&d, "cleanup.policy"), "compact,delete");
+    // Appended at the end, as Kafka keeps a list (checked against Kafka 4.1).
+    assert_eq!(value(&d, "cleanup.policy"), "delete,compact");
     let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 3, Some("compact"))], false);
     assert_eq!(code, NONE, "SUBTRACT");
     let (code, _) = c.incremental_alter("cfg", &[("cleanup.policy", 2, Some("bogus"))], false);
@@ -719,4 +722,41 @@ fn dynamic_broker_configs_change_topic_defaults_live() {
     assert_eq!(c.produce("dyn", 0, 5, 100).0, MESSAGE_TOO_LARGE);
     drop(c);
     broker.stop_cleanly();
+}
+
+/// The messages of CreateTopics and CreatePartitions refusals are Kafka's, word for word (the
+/// differential test against Apache Kafka 4.1, tests/interop/kafka_diff.py, compares what
+/// kafka-topics prints).
+#[test]
+fn topic_refusals_carry_kafkas_messages() {
+    let broker = Broker::start(&[]);
+    let mut c = broker.client();
+    c.create_topic("t", 3, &[]);
+    let again = c.try_create_topic("t", 3, &[], false);
+    assert_eq!(again.error_code, ResponseError::TopicAlreadyExists.code());
+    assert_eq!(
+        again.error_message.map(|m| m.to_string()).as_deref(),
+        Some("Topic 't' already exists.")
+    );
+    let rf = c.try_create_replicated_topic("rf3", 1, 3, &[], false);
+    assert_eq!(
+        rf.error_code,
+        ResponseError::InvalidReplicationFactor.code()
+    );
+    assert_eq!(
+        rf.error_message.map(|m| m.to_string()).as_deref(),
+        Some(
+            "Unable to replicate the partition 3 time(s): The target replication factor of 3 \
+             cannot be reached because only 1 broker(s) are registered."
+        )
+    );
+    let (code, msg) = c.create_partitions("t", 2, None, false);
+    assert_eq!(code, ResponseError::InvalidPartitions.code());
+    assert_eq!(
+        msg.as_deref(),
+        Some("The topic t currently has 3 partition(s); 2 would not be an increase.")
+    );
+    let (code, msg) = c.create_partitions("t", 3, None, false);
+    assert_eq!(code, ResponseError::InvalidPartitions.code());
+    assert_eq!(msg.as_deref(), Some("Topic already has 3 partition(s)."));
 }

@@ -32,7 +32,7 @@ const INVALID_CONFIG: i16 = 40;
 /// Kafka 3.9's topic configs (its LogConfig), each with a valid value that is not the default,
 /// and the value DescribeConfigs gives back for it.
 const KAFKA_TOPIC_CONFIGS: &[(&str, &str, &str)] = &[
-    ("cleanup.policy", "delete,compact", "compact,delete"),
+    ("cleanup.policy", "delete,compact", "delete,compact"), // in the order given, as Kafka
     ("compression.gzip.level", "5", "5"),
     ("compression.lz4.level", "10", "10"),
     ("compression.type", "zstd", "zstd"),
@@ -161,9 +161,14 @@ fn alter(c: &mut Client, topic: &str, name: &str, v: &str) -> (i16, String) {
 }
 
 fn incremental_set(c: &mut Client, topic: &str, name: &str, v: &str) -> (i16, String) {
+    incremental(c, topic, name, 0, v)
+}
+
+/// IncrementalAlterConfigs v1 of one operation (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT).
+fn incremental(c: &mut Client, topic: &str, name: &str, op: i8, v: &str) -> (i16, String) {
     let mut cfg = incremental_alter_configs_request::AlterableConfig::default();
     cfg.name = s(name);
-    cfg.config_operation = 0;
+    cfg.config_operation = op;
     cfg.value = Some(s(v));
     let mut r = incremental_alter_configs_request::AlterConfigsResource::default();
     r.resource_type = TOPIC;
@@ -297,6 +302,34 @@ fn invalid_topic_configs_are_refused_with_kafkas_messages() {
         value(&describe(&mut c, "t"), "cleanup.policy"),
         "compact,delete"
     );
+}
+
+/// APPEND and SUBTRACT apply to list properties only; on another one Kafka's controller answers
+/// INVALID_CONFIG (found by the Java admin client's differential test, tests/interop/kafka_diff.py).
+#[test]
+fn append_or_subtract_on_a_non_list_config_is_invalid_config() {
+    let broker = Broker::start(&[]);
+    let mut c = broker.client();
+    assert_eq!(create(&mut c, "t", &[], false).error_code, 0);
+    for (op, verb) in [(2, "APPEND"), (3, "SUBTRACT")] {
+        let (code, msg) = incremental(&mut c, "t", "retention.ms", op, "5");
+        assert_eq!(code, INVALID_CONFIG, "{verb} retention.ms: {msg}");
+        assert!(
+            msg.contains(&format!("Can't {verb} to key retention.ms")),
+            "{verb}: {msg}"
+        );
+    }
+    // A list property takes them, and keeps its order: appended at the end, as Kafka does
+    // ("delete,compact" there; the differential test found "compact,delete" here).
+    let (code, msg) = incremental(&mut c, "t", "cleanup.policy", 2, "compact");
+    assert_eq!(code, 0, "{msg}");
+    assert_eq!(
+        value(&describe(&mut c, "t"), "cleanup.policy"),
+        "delete,compact"
+    );
+    let (code, msg) = incremental(&mut c, "t", "cleanup.policy", 3, "delete");
+    assert_eq!(code, 0, "{msg}");
+    assert_eq!(value(&describe(&mut c, "t"), "cleanup.policy"), "compact");
 }
 
 /// Non-incremental AlterConfigs v2 (librdkafka's version) of `configs` on `topic`.

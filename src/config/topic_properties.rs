@@ -59,6 +59,11 @@ impl TopicProperty {
     /// The value for a topic whose log config is `c` and whose overrides are `overrides`.
     pub fn value(&self, c: &LogConfig, overrides: &BTreeMap<String, String>) -> String {
         match (self.current, overrides.get(self.name)) {
+            // A list override reads back in the order it was given, as Kafka keeps it
+            // (`current` renders the parsed config, in its own order: "compact,delete").
+            (Some(_), Some(v)) if self.kind.config_type() == TYPE_LIST => {
+                self.kind.parse(v).map_or_else(|_| v.clone(), render)
+            }
             (Some(current), _) => current(c),
             (None, Some(v)) => self.kind.parse(v).map_or_else(|_| v.clone(), render),
             (None, None) => self.default.to_string(),

@@ -6,7 +6,8 @@ use crate::model::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControllerError {
-    #[error("topic '{0}' already exists")]
+    // Kafka's messages, as its controller words them (ReplicationControlManager).
+    #[error("Topic '{0}' already exists.")]
     TopicExists(String),
     #[error("topic '{0}' does not exist")]
     UnknownTopic(String),
@@ -14,7 +15,10 @@ pub enum ControllerError {
     InvalidTopic { name: String, reason: String },
     #[error("invalid partition count {0}")]
     InvalidPartitions(i64),
-    #[error("replication factor {requested} is larger than the {live} live brokers")]
+    #[error(
+        "Unable to replicate the partition {requested} time(s): The target replication factor \
+         of {requested} cannot be reached because only {live} broker(s) are registered."
+    )]
     InvalidReplicationFactor { requested: i32, live: usize },
     #[error("invalid replica assignment: {0}")]
     InvalidReplicaAssignment(String),

@@ -6,8 +6,9 @@
 #   bash tests/interop/run.sh            builds the release binary if needed, then runs everything
 #   RINGBROKER_BIN=path bash tests/interop/run.sh     use that binary instead of building
 #   INTEROP_VERBOSE=1 ...                 print every PASS line too (they are always in the logs)
-#   INTEROP_ONLY=go,go-modules,kgo-suite ...   run only these clients (run_client names); the broker
-#                                         start, refusal and restart checks always run
+#   INTEROP_ONLY=go,go-modules,kgo-suite ...   run only these clients (run_client names; java and
+#                                         kafka-diff too), checking and building only what they
+#                                         need; the broker start, refusal and restart checks always run
 #
 # Starts a broker (2 shards) on a free loopback port with a temp data dir, checks that a second
 # broker on the same data dir or port is refused, runs each client's `before` phase, restarts
@@ -30,11 +31,20 @@
 # a Go module built in module mode, GOFLAGS=-mod=readonly, modules from the Go module proxy) run
 # next to Debian's, and franz-go's own kgo test suite (tests/interop/kgo_suite.sh, ~70 s) runs
 # with a broker of its own at the end; RINGBROKER_KGO_SUITE=0 leaves the latter out.
+# The Java client (tests/interop/java: kafka-clients 4.1.1, a Maven module built here; client
+# `java`, before and after the restart) runs every codec, a consumer group through a rebalance,
+# an idempotent producer and the admin calls. `kafka-diff` (tests/interop/kafka_diff.py) starts
+# Apache Kafka 4.1.1 (tests/kafka/kafka.sh, one node, from Maven Central) and a ringbroker of its
+# own, runs the same Java scenarios and Kafka's own CLI classes (kafka-topics, kafka-configs,
+# kafka-consumer-groups, kafka-get-offsets, kafka-log-dirs, kafka-delete-records) against both and
+# compares the answers field by field, with an allowlist of explained differences; it stops Kafka
+# and its broker at the end, also on failure.
 # Every wait is bounded. Ends with `interop: N passed, M failed`; exits non-zero on any failure.
 # Needs kcat, python3 with confluent-kafka, kafka-python, lz4, python-snappy, zstandard, and
 # Debian's golang-go, golang-github-shopify-sarama-dev, golang-github-segmentio-kafka-go-dev,
 # node with tests/interop/kafkajs/node_modules (npm install there; .ci/run installs them all),
-# and a Go at least as new as tests/interop/gomod/go.mod's go line, with the module proxy reachable.
+# and a Go at least as new as tests/interop/gomod/go.mod's go line, with the module proxy reachable;
+# for `java` and `kafka-diff`, a JDK (17+) and Maven with Maven Central reachable (or its cache).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -62,16 +72,39 @@ PORT=
 BROKER_N=0
 
 # ---------------------------------------------------------------- prerequisites
+# Each client's needs are checked when it is selected (INTEROP_ONLY), all of them without it.
+selected() { [ -z "${INTEROP_ONLY:-}" ] || [[ ",$INTEROP_ONLY," == *",$1,"* ]]; }
+any_selected() {
+  local n
+  for n in "$@"; do selected "$n" && return 0; done
+  return 1
+}
+GO_CLIENTS=(go go-modules kgo-suite)
+PY_CLIENTS=(confluent-kafka-before confluent-kafka-after kafka-python-before kafka-python-after
+  groups-confluent-before groups-confluent-after groups-kafka-python-before groups-kafka-python-after
+  groups-cli idempotence cluster jepsen-checker replication controller-fault partition failover-kafkajs
+  failover-rskafka)
 missing=
-command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
-python3 -c 'import confluent_kafka, kafka, lz4, snappy, zstandard' 2>/dev/null ||
-  missing="$missing python3-modules(confluent-kafka,kafka-python,lz4,python-snappy,zstandard)"
+if any_selected kcat-before kcat-after; then
+  command -v kcat >/dev/null 2>&1 || missing="$missing kcat"
+fi
+if any_selected "${PY_CLIENTS[@]}"; then
+  python3 -c 'import confluent_kafka, kafka, lz4, snappy, zstandard' 2>/dev/null ||
+    missing="$missing python3-modules(confluent-kafka,kafka-python,lz4,python-snappy,zstandard)"
+fi
 GOPATH_DEBIAN=/usr/share/gocode
-command -v go >/dev/null 2>&1 && [ -d $GOPATH_DEBIAN/src/github.com/Shopify/sarama ] &&
-  [ -d $GOPATH_DEBIAN/src/github.com/segmentio/kafka-go ] ||
-  missing="$missing go(golang-go,golang-github-shopify-sarama-dev,golang-github-segmentio-kafka-go-dev)"
-command -v node >/dev/null 2>&1 && [ -d "$HERE/kafkajs/node_modules/kafkajs" ] ||
-  missing="$missing node-kafkajs(nodejs; npm install in tests/interop/kafkajs)"
+if any_selected "${GO_CLIENTS[@]}"; then
+  command -v go >/dev/null 2>&1 && [ -d $GOPATH_DEBIAN/src/github.com/Shopify/sarama ] &&
+    [ -d $GOPATH_DEBIAN/src/github.com/segmentio/kafka-go ] ||
+    missing="$missing go(golang-go,golang-github-shopify-sarama-dev,golang-github-segmentio-kafka-go-dev)"
+fi
+if any_selected kafkajs failover-kafkajs; then
+  command -v node >/dev/null 2>&1 && [ -d "$HERE/kafkajs/node_modules/kafkajs" ] ||
+    missing="$missing node-kafkajs(nodejs; npm install in tests/interop/kafkajs)"
+fi
+if selected java || selected kafka-diff; then
+  command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || missing="$missing java(a JDK 17+ and maven)"
+fi
 if [ -n "$missing" ]; then
   fail "missing prerequisites:$missing (.ci/run installs them)"
   summary
@@ -96,7 +129,6 @@ fi
 [ -x "$BIN" ] || { fail "no broker binary at $BIN"; summary; exit 1; }
 # The rskafka failover client (examples/rskafka_failover.rs; rskafka is a dev-dependency), a debug
 # build: CI's `cargo test --examples` has built it already.
-selected() { [ -z "${INTEROP_ONLY:-}" ] || [[ ",$INTEROP_ONLY," == *",$1,"* ]]; }
 if ! selected failover-rskafka; then
   RSK_BIN=
 elif [ -n "${RSKAFKA_FAILOVER_BIN:-}" ]; then
@@ -108,7 +140,10 @@ else
   RSK_BIN=
 fi
 # The Go client check (tests/interop/go), against Debian's packages in GOPATH mode.
+# Built only when a Go client is selected.
 GO_BIN=$WORK/interop-go
+GOMOD_BIN=$WORK/interop-gomod
+if any_selected "${GO_CLIENTS[@]}"; then
 if ! (cd "$HERE/go" && GO111MODULE=off GOPATH=$GOPATH_DEBIAN GOCACHE=$WORK/go-cache GOFLAGS= \
   go build -o "$GO_BIN" . >"$WORK/go-build.log" 2>&1); then
   fail "go build tests/interop/go: $(grep -v -e warning -e note: -e '^ ' "$WORK/go-build.log" | tail -3 | tr '\n' ' ')"
@@ -116,7 +151,6 @@ fi
 # The current Go clients (tests/interop/gomod), in module mode: the versions pinned in its go.mod
 # and go.sum, from the Go module proxy (the module cache is the default one, so that a rerun
 # needs no download), the build cache under $WORK.
-GOMOD_BIN=$WORK/interop-gomod
 GOMOD_GO=$(sed -n 's/^go //p' "$HERE/gomod/go.mod")
 GO_HAVE=$(go env GOVERSION 2>/dev/null)
 GO_HAVE=${GO_HAVE#go}
@@ -128,6 +162,25 @@ elif ! gomod timeout 300 go mod download >"$WORK/gomod-download.log" 2>&1; then
 elif ! gomod timeout 600 go build -o "$GOMOD_BIN" . >"$WORK/gomod-build.log" 2>&1; then
   fail "go build tests/interop/gomod: $(tail -3 "$WORK/gomod-build.log" | tr '\n' ' ')"
 fi
+fi # the Go clients
+# The Java client (tests/interop/java, Maven: kafka-clients 4.1.1 from Maven Central, cached in
+# ~/.m2 after the first build) and, for kafka-diff, Apache Kafka's jars (tests/kafka/kafka.sh
+# install: target/kafka/4.1.1, also from Maven).
+JAVA_OK=
+if selected java || selected kafka-diff; then
+  if (cd "$HERE/java" && timeout 600 mvn -q -B package) >"$WORK/java-build.log" 2>&1; then
+    JAVA_CP=$HERE/java/target/classes:$(cat "$HERE/java/target/classpath.txt")
+    JAVA_OK=1
+  else
+    fail "mvn package in tests/interop/java: is Maven Central reachable? $(grep -m3 -E 'ERROR' "$WORK/java-build.log" | tr '\n' ' ' | cut -c1-400)"
+  fi
+  if selected kafka-diff && ! timeout 600 bash "$ROOT/tests/kafka/kafka.sh" install >"$WORK/kafka-install.log" 2>&1; then
+    fail "tests/kafka/kafka.sh install (Apache Kafka's jars from Maven Central): $(tail -3 "$WORK/kafka-install.log" | tr '\n' ' ')"
+  fi
+fi
+# The Java client's scenarios (tests/interop/java's Main), with --bootstrap and --phase to add.
+JAVA_CLIENT=(java -Xmx384m -XX:TieredStopAtLevel=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn
+  -cp "${JAVA_CP:-}" dev.ringbroker.interop.Main --prefix java --state "$STATE/java.state")
 T_START=$(date +%s) # the suite's own time, without the build
 
 # ---------------------------------------------------------------- broker properties for the group tests
@@ -255,10 +308,11 @@ trap 'echo "interop: interrupted"; exit 130' INT TERM
 
 # run_client NAME TIMEOUT CMD...: runs a client script, echoes its non-PASS lines, counts its
 # PASS/FAIL/SKIP/KNOWN-FAIL lines. A script that fails without a FAIL line counts as one failure.
+# NAME:PHASE (java:before) is selected by NAME and logged as NAME-PHASE.
 run_client() {
-  local name=$1 limit=$2 log=$WORK/$1.log rc t0=$SECONDS
+  local name=${1/:/-} limit=$2 log=$WORK/${1/:/-}.log rc t0=$SECONDS
+  selected "${1%%:*}" || return 0
   shift 2
-  selected "$name" || return 0
   echo "== interop: $name"
   timeout "$limit" "$@" >"$log" 2>&1
   rc=$?
@@ -337,6 +391,8 @@ fi
 
 run_client kcat-before 90 bash "$HERE/kcat.sh" "$B" before "$STATE"
 run_client confluent-kafka-before 120 python3 "$HERE/confluent_kafka_test.py" --bootstrap "$B" --phase before --state "$STATE/confluent.json"
+[ -n "$JAVA_OK" ] && run_client java:before 120 "${JAVA_CLIENT[@]}" --bootstrap "$B" --phase before \
+  --session-timeout-ms "$GROUP_SESSION_MS"
 run_client kafka-python-before 120 python3 "$HERE/kafka_python_test.py" --bootstrap "$B" --phase before --state "$STATE/kafka_python.json"
 # Sarama 1.22 and kafka-go 0.2.1: the oldest request versions (Fetch v2/v3, CreateTopics v0/v1,
 # DescribeConfigs v0, OffsetCommit v1), every codec, a consumer group with its commits checked.
@@ -377,6 +433,8 @@ B=127.0.0.1:$PORT
 
 run_client kcat-after 60 bash "$HERE/kcat.sh" "$B" after "$STATE"
 run_client confluent-kafka-after 90 python3 "$HERE/confluent_kafka_test.py" --bootstrap "$B" --phase after --state "$STATE/confluent.json"
+[ -n "$JAVA_OK" ] && run_client java:after 90 "${JAVA_CLIENT[@]}" --bootstrap "$B" --phase after \
+  --session-timeout-ms "$GROUP_SESSION_MS"
 run_client kafka-python-after 90 python3 "$HERE/kafka_python_test.py" --bootstrap "$B" --phase after --state "$STATE/kafka_python.json"
 run_client groups-confluent-after 90 python3 "$HERE/groups_confluent.py" --bootstrap "$B" --phase after \
   --state "$STATE/groups_confluent.json" --session-timeout-ms "$GROUP_SESSION_MS"
@@ -387,6 +445,11 @@ run_client groups-cli 150 python3 "$HERE/groups_cli.py" --bootstrap "$B" --bin "
   --session-timeout-ms "$GROUP_SESSION_MS"
 
 stop_broker "final stop"
+
+# The differential test against Apache Kafka: Kafka (one node, target/kafka/4.1.1) and a broker of
+# its own ($WORK/kafka-diff, logs $WORK/broker-kafka-diff.*), the Java scenarios and Kafka's CLI
+# classes against both, the answers compared (tests/interop/kafka_diff.py's allowlist); 40-70 s.
+[ -n "$JAVA_OK" ] && run_client kafka-diff 420 python3 "$HERE/kafka_diff.py" --bin "$BIN" --work "$WORK"
 
 # Idempotent producers through a connection-cutting proxy, with broker restarts: the script starts
 # and stops its own broker (data in $WORK/idem-data, logs $WORK/broker-idem-N.*, checked below).

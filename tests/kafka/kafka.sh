@@ -54,7 +54,7 @@ declare -A TOOLS=(
 )
 
 install() {
-  if [[ -f "$home/.complete" ]]; then echo "$home"; return; fi
+  if [[ -f "$home/.complete" ]]; then write_bin; echo "$home"; return; fi
   command -v mvn >/dev/null || die "mvn is not installed"
   mkdir -p "$home/config" "$home/bin"
   cat > "$home/pom.xml" <<EOF
@@ -91,19 +91,29 @@ Configuration:
       - name: kafka.server.KafkaRaftServer
         level: INFO
 EOF
-  cat > "$home/bin/kafka-run-class.sh" <<EOF
+  write_bin
+  touch "$home/.complete"
+  echo "$home"
+}
+
+# bin/: kafka-run-class.sh and a script per TOOLS entry, rewritten at every install (cheap), so
+# that a cached install gets the scripts of today's TOOLS table. As Kafka's kafka-run-class.sh,
+# $CLASSPATH goes before Kafka's jars (librdkafka's tests/java/run-class.sh sets it).
+write_bin() {
+  mkdir -p "$home/bin"
+  # Each written beside and renamed over the old one: a tool starting meanwhile reads either whole.
+  cat > "$home/bin/kafka-run-class.sh.tmp" <<EOF
 #!/usr/bin/env bash
 exec "\${JAVA:-java}" \${KAFKA_HEAP_OPTS:--Xmx512M} \${KAFKA_OPTS:-} \\
-  -Dlog4j2.configurationFile="$home/config/log4j2.yaml" -cp "$home/libs/*" "\$@"
+  -Dlog4j2.configurationFile="$home/config/log4j2.yaml" -cp "\${CLASSPATH:+\$CLASSPATH:}$home/libs/*" "\$@"
 EOF
   local name
   for name in "${!TOOLS[@]}"; do
     printf '#!/usr/bin/env bash\nexec "%s/bin/kafka-run-class.sh" %s "$@"\n' \
-      "$home" "${TOOLS[$name]}" > "$home/bin/$name.sh"
+      "$home" "${TOOLS[$name]}" > "$home/bin/$name.sh.tmp"
   done
-  chmod +x "$home"/bin/*.sh
-  touch "$home/.complete"
-  echo "$home"
+  chmod +x "$home"/bin/*.sh.tmp
+  for name in "$home"/bin/*.sh.tmp; do mv -f "$name" "${name%.tmp}"; done
 }
 
 free_ports() { # $1 count: distinct free loopback ports

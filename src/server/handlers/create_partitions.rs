@@ -68,11 +68,12 @@ async fn grow(
     let invalid_partitions = |m: String| Err((ResponseError::InvalidPartitions.code(), m));
     if total < current {
         return invalid_partitions(format!(
-            "topic {name} currently has {current} partitions, which is higher than the requested {total}"
+            "The topic {name} currently has {current} partition(s); {total} would not be an increase."
         ));
     }
     if total == current {
-        return invalid_partitions(format!("topic {name} already has {current} partitions"));
+        // Kafka's messages (ReplicationControlManager.createPartitions).
+        return invalid_partitions(format!("Topic already has {current} partition(s)."));
     }
     if total > MAX_PARTITIONS {
         return invalid_partitions(format!(

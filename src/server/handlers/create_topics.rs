@@ -59,9 +59,11 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
         } else if !clustered && assigned.is_none() && topic.replication_factor > 1 {
             Err((
                 ResponseError::InvalidReplicationFactor.code(),
+                // Kafka's message (ReplicationControlManager, through the placer).
                 format!(
-                    "replication factor {} is larger than the number of brokers (1)",
-                    topic.replication_factor
+                    "Unable to replicate the partition {rf} time(s): The target replication \
+                     factor of {rf} cannot be reached because only 1 broker(s) are registered.",
+                    rf = topic.replication_factor
                 ),
             ))
         } else {

@@ -154,13 +154,15 @@ fn apply_op(
         OP_APPEND | OP_SUBTRACT => {
             let prop = known(req, broker, key)?;
             let verb = if op == OP_APPEND {
-                "append"
+                "APPEND"
             } else {
-                "subtract"
+                "SUBTRACT"
             };
             if !prop.is_list {
-                return invalid_request(format!(
-                    "config value {verb} is not allowed for config key: {key} (not a list)"
+                // INVALID_CONFIG, as Kafka's controller answers (ConfigurationControlManager).
+                return Err((
+                    ResponseError::InvalidConfig.code(),
+                    format!("Can't {verb} to key {key} because its type is not LIST."),
                 ));
             }
             let Some(v) = value else {
