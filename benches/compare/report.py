@@ -68,6 +68,25 @@ def main():
         return f"{r / p:.2f}" if r is not None and p else "-"
 
     out = []
+    # ------------------------------------------------------------------ key figures, one row each
+    k0 = peers[0]
+    out.append(f"| workload | acks | max produce, best client (records/s): ringbroker / {k0} (ratio) "
+               f"| broker CPU per produced record, bench produce (ns) | per consumed record, bench consume (ns) "
+               f"| e2e p99 at 50 % (ms) | e2e p99.9 at 50 % (ms) | broker RSS median at 50 % (MiB) |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+
+    def pair(w, acks, fig, digits=None):
+        r, p = med(w, acks, "ringbroker", fig), med(w, acks, k0, fig)
+        if r is None and p is None:
+            return "-"
+        return f"{n(r, digits)} / {n(p, digits)} (**{ratio(r, p)}**)"
+
+    for w, acks in order:
+        cpu = "keyed_cpu" if w == "keyed-1k" else "bench_cpu"
+        out.append(f"| {WORKLOAD_LABEL.get(w, w)} | {acks} | {pair(w, acks, 'max_rate')} | {pair(w, acks, cpu)} "
+                   f"| {pair(w, acks, 'cons_cpu')} | {pair(w, acks, 'L50_e2e_p99')} | {pair(w, acks, 'L50_e2e_p999')} "
+                   f"| {pair(w, acks, 'L50_e2e_rss_med')} |")
+    out.append("")
     nrounds = len({l.split("\t")[0] for l in open(a.rounds) if l.strip()})
     out.append(f"Medians of {nrounds} round(s); ratio = ringbroker / peer. CPU = broker utime+stime per "
                "record (ns); RSS in MiB (sum over broker processes); latencies in ms "

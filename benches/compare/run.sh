@@ -120,6 +120,7 @@ source "$here/brokers.sh"
 source "$here/clients.sh"
 
 cleanup() {
+  set +e
   [[ -n "${rss_pid:-}" ]] && kill "$rss_pid" 2>/dev/null
   [[ -n "$kafka_dir" && -d "$kafka_dir" ]] && timeout 120 bash "$kafka_sh" stop "$kafka_dir" 2>/dev/null
   local p
@@ -172,6 +173,19 @@ step() {
   log "  $bname $w acks=$acks $fig: $rate rec/s, cpu $(cpu_ns "$t0" "$t1" "$recs") ns/rec, rss ${rss_peak}M peak, lat [$lat] ack [$lat_ack]; load $la0 -> $(loadavg)"
 }
 
+# Untimed: $1 topic $2 records $3 log. Retried: right after CreateTopics a broker may not have
+# elected every leader yet, and bench fails on the first NOT_LEADER_OR_FOLLOWER of ListOffsets.
+warm_up() {
+  local i
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    timeout "$STEP_TIMEOUT" "$rb" bench produce --bootstrap "$b" --topic "$1" --record-size "$size" \
+      --records "$2" --acks 1 --compression none --batch-size 1048576 --broker-metrics none --quiet \
+      >"$3" 2>&1 && return 0
+    sleep 1
+  done
+  log "warm-up failed ($3)"
+}
+
 phase_start() { phase_t=$(date +%H:%M:%S); phase_la=$(loadavg); }
 phase_end() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$w" "$bname" "$1" "$phase_t" "$phase_la" "$(loadavg)" >>"$loads_tsv"; }
 
@@ -195,9 +209,7 @@ for round in $(seq 1 "$ROUNDS"); do
       create_topic tp "$parts" || { stop_broker; continue; }
       # Untimed warm-up (the JVM's JIT, leader elections after the topic's creation, page cache):
       # WARMUP records (RECORDS / 5) with ringbroker bench, into the same topic.
-      timeout "$STEP_TIMEOUT" "$rb" bench produce --bootstrap "$b" --topic tp --record-size "$size" \
-        --records "$warm" --acks 1 --compression none --batch-size 1048576 --broker-metrics none --quiet \
-        >"$runs/r$round-$w-$bn-warmup.txt" 2>&1 || log "warm-up failed ($runs/r$round-$w-$bn-warmup.txt)"
+      warm_up tp "$warm" "$runs/r$round-$w-$bn-warmup-tp.txt"
       for acks in $wl_acks; do
         pre="$runs/r$round-$w-$bn-acks$acks"
         best=0
@@ -221,12 +233,9 @@ for round in $(seq 1 "$ROUNDS"); do
       log "round $round, $w: $bn, latency"
       start_broker "$bn" "$nodes"; phase_start
       create_topic e2e "$parts" && create_topic pl "$parts" || { stop_broker; continue; }
-      for t in e2e pl; do  # bench e2e reads from the end: the warm-up records are not in its figures
-        wn=$warm; [[ $t == pl ]] && wn=$(( warm / 4 ))
-        timeout "$STEP_TIMEOUT" "$rb" bench produce --bootstrap "$b" --topic "$t" --record-size "$size" \
-          --records "$wn" --acks 1 --compression none --batch-size 1048576 \
-          --broker-metrics none --quiet >"$runs/r$round-$w-$bn-warmup-$t.txt" 2>&1 || log "warm-up failed ($runs/r$round-$w-$bn-warmup-$t.txt)"
-      done
+      # bench e2e reads from the end: the warm-up records are not in its figures
+      warm_up e2e "$warm" "$runs/r$round-$w-$bn-warmup-e2e.txt"
+      warm_up pl $(( warm / 4 )) "$runs/r$round-$w-$bn-warmup-pl.txt"
       for acks in $wl_acks; do
         ref=${MAX[$ref_peer,$acks]:-0}
         (( ref > 0 )) || { log "no max rate of $ref_peer for $w acks=$acks: latency skipped"; continue; }
