@@ -32,7 +32,10 @@ impl Shard {
         let (tx, rx) = runtime::local_channel::<bool>(by_shard.len());
         let tx = Rc::new(tx);
         let waiting = by_shard.len();
-        let timeout_ms = timeout.as_millis() as u64;
+        // Rounded up: a wait of less than a millisecond left must not become no wait at all,
+        // or the fetch loop reads and waits again and again until its deadline (in a
+        // simulation, where time moves only when nothing runs, for ever).
+        let timeout_ms = timeout.as_micros().div_ceil(1000) as u64;
         for (owner, parts) in by_shard {
             let shard = Rc::clone(self);
             let tx_clone = Rc::clone(&tx);

@@ -67,6 +67,8 @@ pub(super) struct State {
     /// Pending timers: (deadline, number) → waker.
     pub(super) timers: RefCell<BTreeMap<(Duration, u64), Waker>>,
     next_id: Cell<u64>,
+    /// Task polls so far.
+    polls: Cell<u64>,
     /// The node whose task is being polled.
     node: Cell<Option<NodeId>>,
     nodes: RefCell<HashMap<NodeId, NodeTasks>>,
@@ -276,6 +278,7 @@ pub(super) fn run<T: 'static>(
         start_unix_ms: config.start_unix_ms,
         timers: RefCell::new(BTreeMap::new()),
         next_id: Cell::new(0),
+        polls: Cell::new(0),
         node: Cell::new(None),
         nodes: RefCell::new(HashMap::new()),
     });
@@ -301,6 +304,7 @@ pub(super) fn run<T: 'static>(
             let Some(runnable) = next else { break };
             runnable.run();
             polls += 1;
+            st.polls.set(polls);
             if polls > config.max_polls {
                 return Err(SimError::PollLimit {
                     limit: config.max_polls,
@@ -334,6 +338,11 @@ pub(super) fn run<T: 'static>(
             w.wake();
         }
     }
+}
+
+/// Task polls of the running simulation so far.
+pub(super) fn polls() -> u64 {
+    state().polls.get()
 }
 
 pub(super) fn start_unix_ms() -> i64 {

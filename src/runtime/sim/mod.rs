@@ -69,6 +69,11 @@ pub fn random_u64() -> u64 {
     executor::random_u64()
 }
 
+/// Task polls of the running simulation so far (a run's livelock limit counts them).
+pub fn polls() -> u64 {
+    executor::polls()
+}
+
 /// Virtual time since the simulation started.
 pub fn elapsed() -> std::time::Duration {
     now()

@@ -297,9 +297,10 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
         b.crash();
     }
     Ok(format!(
-        "seed {seed}: {faults} faults, {} acked, high watermark {hw}, {:?} of virtual time",
+        "seed {seed}: {faults} faults, {} acked, high watermark {hw}, {:?} of virtual time, {} polls",
         acked.len(),
-        sim::elapsed()
+        sim::elapsed(),
+        sim::polls()
     ))
 }
 
@@ -333,8 +334,11 @@ fn acknowledged_writes_survive_crashes_and_partitions_of_the_real_broker() {
         }
         .expect("tempdir");
         let path = dir.path().to_path_buf();
+        // A run takes ~20–45k polls: a livelock (tasks that run on without time moving)
+        // fails at the limit instead of hanging.
         let config = SimConfig {
             max_time: Duration::from_secs(1800),
+            max_polls: 5_000_000,
             ..SimConfig::seeded(seed)
         };
         match sim::run(config, cluster_run(seed, path)) {
