@@ -263,14 +263,11 @@ impl Drop for Installed {
     }
 }
 
+/// Runs the simulation; [`super::run`] has checked that none runs on this thread.
 pub(super) fn run<T: 'static>(
     config: SimConfig,
     future: impl Future<Output = T> + 'static,
 ) -> Result<T, SimError> {
-    assert!(
-        !active(),
-        "runtime::sim: a simulation already runs on this thread"
-    );
     let st = Rc::new(State {
         queue: RefCell::new(VecDeque::new()),
         rng: RefCell::new(SeededRng::new(config.seed)),
@@ -285,7 +282,6 @@ pub(super) fn run<T: 'static>(
     CURRENT.with(|c| *c.borrow_mut() = Some(Rc::clone(&st)));
     let _installed = Installed(Rc::clone(&st));
     let main = spawn_tagged(None, future);
-    let mut polls = 0u64;
     loop {
         loop {
             let next = {
@@ -303,9 +299,8 @@ pub(super) fn run<T: 'static>(
             };
             let Some(runnable) = next else { break };
             runnable.run();
-            polls += 1;
-            st.polls.set(polls);
-            if polls > config.max_polls {
+            st.polls.set(st.polls.get() + 1);
+            if st.polls.get() > config.max_polls {
                 return Err(SimError::PollLimit {
                     limit: config.max_polls,
                 });
