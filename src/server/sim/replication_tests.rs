@@ -45,8 +45,13 @@ async fn any_client(up: &[i32]) -> Option<(i32, SimClient)> {
     None
 }
 
-/// The batches of `id`'s log below `end`: (base offset, CRC) each.
-async fn batches(id: i32, shard: Option<Rc<Shard>>, end: i64) -> Result<Vec<(i64, u32)>, String> {
+/// Every batch of `id`'s log that starts below `end`, whole, in order (an error if the log
+/// has a gap there).
+async fn batches_below(
+    id: i32,
+    shard: Option<Rc<Shard>>,
+    end: i64,
+) -> Result<Vec<bytes::Bytes>, String> {
     let shard = shard.ok_or(format!("broker {id} is down"))?;
     let p = shard
         .partitions
@@ -66,18 +71,31 @@ async fn batches(id: i32, shard: Option<Rc<Shard>>, end: i64) -> Result<Vec<(i64
         if r.records.is_empty() {
             return Err(format!("broker {id}: nothing at {next} (< {end})"));
         }
-        let mut rest = &r.records[..];
-        while rest.len() >= 61 {
-            let h = BatchHeader::parse(rest).map_err(|e| format!("broker {id}: {e}"))?;
-            let len = h.total_len();
+        let mut at = 0;
+        while r.records.len() - at >= 61 {
+            let h =
+                BatchHeader::parse(&r.records[at..]).map_err(|e| format!("broker {id}: {e}"))?;
+            let len = h.total_len().min(r.records.len() - at);
             if h.base_offset < end {
-                out.push((h.base_offset, h.crc));
+                out.push(r.records.slice(at..at + len));
             }
             next = h.last_offset() + 1;
-            rest = &rest[len.min(rest.len())..];
+            at += len;
         }
     }
     Ok(out)
+}
+
+/// (base offset, CRC) of each batch.
+fn batch_ids(batches: &[bytes::Bytes]) -> Result<Vec<(i64, u32)>, String> {
+    batches
+        .iter()
+        .map(|b| {
+            BatchHeader::parse(b)
+                .map(|h| (h.base_offset, h.crc))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// Producer `k`: an idempotent producer writing values `k * 1_000_000 + i` with sequence `i`.
@@ -231,30 +249,32 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
     // Every acknowledged record is where its ack said, in the leader's log.
     let shards: Vec<(i32, Option<Rc<Shard>>)> =
         brokers.borrow().iter().map(|b| (b.id, b.shard())).collect();
-    let mut leader_batches = Vec::new();
+    let mut logs = Vec::new();
     for (id, shard) in shards {
-        leader_batches.push((id, batches(id, shard, hw).await?));
+        logs.push((id, batches_below(id, shard, hw).await?));
     }
-    let first = &leader_batches[0].1;
-    for (id, bs) in &leader_batches[1..] {
-        if bs != first {
+    let first = batch_ids(&logs[0].1)?;
+    for (id, bs) in &logs[1..] {
+        if batch_ids(bs)? != first {
             return Err(format!(
                 "broker {id}'s log differs from broker {}'s below the high watermark {hw}",
-                leader_batches[0].0
+                logs[0].0
             ));
         }
     }
-    let shard = brokers.borrow()[0].shard().ok_or("broker 1 is down")?;
-    let p = shard.partitions.get(TOPIC, 0).ok_or("no log on broker 1")?;
+    // Every record of broker 1's log below the HW: offset → value.
+    let mut values = std::collections::BTreeMap::new();
+    for b in &logs[0].1 {
+        for rec in decode_records(b).map_err(|e| e.to_string())? {
+            if rec.offset < hw {
+                values.insert(rec.offset, rec.value);
+            }
+        }
+    }
+    // Every acknowledged record is where its ack said.
     for (value, offset) in &acked {
-        let r = p
-            .log
-            .read(*offset, 1 << 16, Some(hw))
-            .await
-            .map_err(|e| format!("read at {offset}: {e}"))?;
-        let records = decode_records(&r.records).map_err(|e| format!("at {offset}: {e}"))?;
-        let found = records.iter().find(|rec| rec.offset == *offset);
-        if found.and_then(|r| r.value.clone()) != Some(value.to_be_bytes().to_vec()) {
+        let found = values.get(offset);
+        if found.cloned().flatten() != Some(value.to_be_bytes().to_vec()) {
             return Err(format!(
                 "acknowledged record {value} at offset {offset} is not there (found {found:?})"
             ));
@@ -267,28 +287,8 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
         ));
     }
     let mut seen = std::collections::BTreeMap::new();
-    let mut next = 0i64;
-    while next < hw {
-        let r = p
-            .log
-            .read(next, 1 << 20, Some(hw))
-            .await
-            .map_err(|e| format!("read at {next}: {e}"))?;
-        let mut rest = &r.records[..];
-        if rest.is_empty() {
-            return Err(format!("nothing at {next} below the high watermark {hw}"));
-        }
-        while rest.len() >= 61 {
-            let h = BatchHeader::parse(rest).map_err(|e| e.to_string())?;
-            let len = h.total_len().min(rest.len());
-            for rec in decode_records(&rest[..len]).map_err(|e| e.to_string())? {
-                if rec.offset < hw {
-                    *seen.entry(rec.value.unwrap_or_default()).or_insert(0u32) += 1;
-                }
-            }
-            next = h.last_offset() + 1;
-            rest = &rest[len..];
-        }
+    for v in values.into_values() {
+        *seen.entry(v.unwrap_or_default()).or_insert(0u32) += 1;
     }
     if let Some((v, n)) = seen.iter().find(|(_, n)| **n != 1) {
         return Err(format!("value {v:?} is in the log {n} times"));
