@@ -52,27 +52,7 @@ fi
 # --- fetch the rdkafka-sys crate with cargo ---------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/rb-kafka-perf-build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/fetch/src"
-cat >"$work/fetch/Cargo.toml" <<TOML
-[package]
-name = "rb-kafka-perf-fetch"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-rdkafka-sys = { version = "=$version", default-features = false }
-
-[workspace]
-TOML
-: >"$work/fetch/src/lib.rs"
-log "cargo fetch rdkafka-sys =$version"
-(cd "$work/fetch" && timeout 600 cargo fetch --quiet)
-manifest="$(cd "$work/fetch" && cargo metadata --format-version 1 --locked 2>/dev/null |
-    python3 -c 'import json,sys
-m=json.load(sys.stdin)
-print(next(p["manifest_path"] for p in m["packages"] if p["name"]=="rdkafka-sys"))')"
-src="$(dirname "$manifest")/librdkafka"
+src="$(bash "$here/librdkafka_source.sh" "$version")"
 [[ -x "$src/configure" ]] || { log "librdkafka sources not found at $src"; exit 1; }
 log "librdkafka sources: $src"
 

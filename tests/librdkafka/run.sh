@@ -30,29 +30,7 @@ die() { log "FATAL: $*"; exit 1; }
 
 # --------------------------------------------------------------- build (once)
 if [[ ! -x "$build/librdkafka/tests/test-runner" ]]; then
-  fetch="$(mktemp -d "${TMPDIR:-/tmp}/rb-librdkafka-fetch.XXXXXX")"
-  mkdir -p "$fetch/src"
-  cat > "$fetch/Cargo.toml" <<TOML
-[package]
-name = "rb-librdkafka-fetch"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-rdkafka-sys = { version = "=$version", default-features = false }
-
-[workspace]
-TOML
-  : > "$fetch/src/lib.rs"
-  log "cargo fetch rdkafka-sys =$version"
-  (cd "$fetch" && timeout 600 cargo fetch --quiet) || die "cargo fetch failed"
-  manifest="$(cd "$fetch" && cargo metadata --format-version 1 --locked 2>/dev/null |
-    python3 -c 'import json,sys
-m=json.load(sys.stdin)
-print(next(p["manifest_path"] for p in m["packages"] if p["name"]=="rdkafka-sys"))')"
-  rm -rf "$fetch"
-  src="$(dirname "$manifest")/librdkafka"
+  src="$(bash "$repo/benches/kafka_perf/librdkafka_source.sh" "$version")" || die "cargo fetch failed"
   [[ -f "$src/tests/test.c" ]] || die "librdkafka's tests/ not found in $src"
   rm -rf "$build"
   mkdir -p "$build"
