@@ -200,6 +200,13 @@ def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+
+def svg_head(width, height, title_y, title):
+    """The opening of a plot: the svg element, a white background and the title."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
+            '<rect width="100%" height="100%" fill="white"/>',
+            f'<text x="10" y="{title_y}" font-size="13">{esc(title)}</text>']
+
 def throughput_svg(path, order, brokers, med):
     groups = []
     for w, acks in order:
@@ -212,9 +219,7 @@ def throughput_svg(path, order, brokers, med):
     bar, gap, left, width = 9, 8, 330, 380
     hgt = 40 + len(groups) * (bar * len(brokers) + gap) + 30
     vmax = max(v for _, vs in groups for v in vs if v) or 1
-    s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{hgt}" font-family="sans-serif" font-size="11">',
-         '<rect width="100%" height="100%" fill="white"/>',
-         f'<text x="10" y="18" font-size="13">Max throughput (records/s, medians over rounds)</text>']
+    s = svg_head(left + width + 90, hgt, 18, "Max throughput (records/s, medians over rounds)")
     for i, b in enumerate(brokers):
         s.append(f'<rect x="{left + i * 110}" y="26" width="10" height="10" fill="{color(b)}"/>'
                  f'<text x="{left + i * 110 + 14}" y="35">{esc(b)}</text>')
@@ -235,9 +240,8 @@ def latency_svg(path, title, panels, brokers, med, w, acks):
     """panels: [(tag, label)]; per panel, x = percentile, y = ms (log); a line per broker for
     bench e2e end to end (solid) and kafka-producer-perf-test produce latency (dashed)."""
     pw, ph, top, left = 250, 200, 50, 50
-    s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(left + len(panels) * (pw + 30) + 10, left + len(brokers) * 120 + 420)}" height="{top + ph + 30}" font-family="sans-serif" font-size="11">',
-         '<rect width="100%" height="100%" fill="white"/>',
-         f'<text x="10" y="16" font-size="13">{esc(title)}</text>']
+    s = svg_head(max(left + len(panels) * (pw + 30) + 10, left + len(brokers) * 120 + 420),
+                 top + ph + 30, 16, title)
     for i, b in enumerate(brokers):
         s.append(f'<line x1="{left + i * 120}" y1="30" x2="{left + i * 120 + 18}" y2="30" stroke="{color(b)}" stroke-width="2"/>'
                  f'<text x="{left + i * 120 + 22}" y="34">{esc(b)}</text>')
