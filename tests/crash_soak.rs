@@ -191,7 +191,7 @@ fn verify(broker: &Broker, producers: &[ProducerReport], committer: &CommitterRe
     let mut conn = soak::wire::Connection::open(broker.addr).expect("connect for the final check");
     for (partition, acked, sent) in producers.iter().flat_map(|r| r.ledgers.iter()) {
         let log = read_partition(&mut conn, *partition);
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::BTreeSet::new();
         let mut next_number = 0i64;
         for (offset, value) in &log {
             let Some((p, number)) = value.as_deref().and_then(records::parse) else {

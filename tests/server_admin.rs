@@ -453,7 +453,10 @@ fn partitions_records_and_topic_deletion() {
     c.create_topic("byid", 2, &[]);
     let (_, _, id) = c.topic_metadata("byid");
     assert!(!id.is_nil());
-    assert_eq!(c.delete_topic(None, Uuid::new_v4()).0, UNKNOWN_TOPIC_ID);
+    assert_eq!(
+        c.delete_topic(None, ringbroker::util::entropy::uuid_v4()).0,
+        UNKNOWN_TOPIC_ID
+    );
     assert_eq!(c.delete_topic(None, id), (NONE, Some("byid".into())));
     assert_eq!(c.topic_metadata("byid").0, UNKNOWN_TOPIC_OR_PARTITION);
     assert!(partition_dirs(&data, "byid").is_empty());

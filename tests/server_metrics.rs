@@ -4,7 +4,7 @@
 
 mod broker;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -108,7 +108,7 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
 }
 
 /// A parsed exposition: (name, labels, value) per sample.
-struct Scrape(Vec<(String, HashMap<String, String>, f64)>);
+struct Scrape(Vec<(String, BTreeMap<String, String>, f64)>);
 
 impl Scrape {
     fn take(addr: SocketAddr) -> Scrape {
@@ -135,7 +135,7 @@ impl Scrape {
                 .parse()
                 .unwrap_or_else(|_| panic!("bad value: {line:?}"));
             let (name, labels) = match series.split_once('{') {
-                None => (series, HashMap::new()),
+                None => (series, BTreeMap::new()),
                 Some((name, rest)) => {
                     let inner = rest
                         .strip_suffix('}')

@@ -108,7 +108,11 @@ fn a_directory_of_another_incarnation_of_the_topic_is_set_aside() {
     broker.assert_clean_stop();
     let dir = broker.data_dir().join("e-0");
     let file = dir.join("partition.metadata");
-    std::fs::write(&file, kafka_partition_metadata(Uuid::new_v4())).expect("write");
+    std::fs::write(
+        &file,
+        kafka_partition_metadata(ringbroker::util::entropy::uuid_v4()),
+    )
+    .expect("write");
 
     broker.spawn();
     let mut c = broker.client();
@@ -180,7 +184,10 @@ fn delete_renames_at_once_and_removes_in_the_background_and_at_start() {
     broker.assert_clean_stop();
 
     // Left over by a crash during the background removal: removed at the next start.
-    let leftover = data.join(format!("h-0.{}-delete", Uuid::new_v4().simple()));
+    let leftover = data.join(format!(
+        "h-0.{}-delete",
+        ringbroker::util::entropy::uuid_v4().simple()
+    ));
     std::fs::create_dir_all(&leftover).expect("create");
     std::fs::write(leftover.join(format!("{:020}.log", 0)), b"old data").expect("write");
     broker.spawn();

@@ -2,7 +2,8 @@
 //! batch is closed when it reaches `batch_size` bytes or when `linger` has passed since its
 //! first record. Time is an argument, so the rules are unit-testable.
 
-use std::collections::{HashMap, VecDeque};
+use crate::util::hash::HashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -77,7 +78,7 @@ impl<T> Accumulator<T> {
         Accumulator {
             batch_size: batch_size.max(1),
             linger,
-            open: HashMap::new(),
+            open: HashMap::default(),
             ready: VecDeque::new(),
         }
     }

@@ -1,7 +1,7 @@
 //! A client's handle on a Kafka cluster: bootstrap, negotiated versions, cached metadata, one
 //! connection per broker, and the small admin calls (create topic, list offsets, producer id).
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -83,7 +83,7 @@ impl Cluster {
                         versions,
                         metadata: RwLock::new(Arc::new(Metadata::default())),
                         metadata_generation: AtomicU64::new(0),
-                        connections: Mutex::new(HashMap::new()),
+                        connections: Mutex::new(HashMap::default()),
                         any: Mutex::new(Arc::new(conn)),
                     };
                     cluster.refresh_metadata(&[])?;
@@ -245,7 +245,7 @@ impl Cluster {
     ) -> ClientResult<Vec<i64>> {
         let md = self.metadata();
         let version = self.version(ApiKey::ListOffsets)?;
-        let mut by_leader: HashMap<i32, Vec<i32>> = HashMap::new();
+        let mut by_leader: HashMap<i32, Vec<i32>> = HashMap::default();
         for &p in partitions {
             let leader = md.leader(topic, p).ok_or_else(|| ClientError::NoLeader {
                 topic: topic.to_string(),
@@ -253,7 +253,7 @@ impl Cluster {
             })?;
             by_leader.entry(leader).or_default().push(p);
         }
-        let mut offsets: HashMap<i32, i64> = HashMap::new();
+        let mut offsets: HashMap<i32, i64> = HashMap::default();
         for (leader, parts) in by_leader {
             let mut t = ListOffsetsTopic::default();
             t.name = topic_name(topic);

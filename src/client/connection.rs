@@ -6,7 +6,7 @@
 //! A request that gets no response within the request timeout fails, and so does the
 //! connection (as Kafka clients do: after a lost response the stream cannot be trusted).
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicI32, Ordering};

@@ -2,7 +2,8 @@
 //! flight per broker at all times (the next one is sent as soon as a response's batch headers
 //! tell where to continue, before its records are decoded). No consumer group (yet).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::util::hash::HashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -115,7 +116,7 @@ impl Consumer {
             positions: BTreeMap::new(),
             high_watermarks: BTreeMap::new(),
             epoch: 0,
-            in_flight: HashMap::new(),
+            in_flight: HashMap::default(),
             replies_tx,
             replies,
             buffered: VecDeque::new(),
@@ -218,7 +219,7 @@ impl Consumer {
     /// Sends a fetch to every leader of assigned partitions that has none in flight.
     fn send_fetches(&mut self) -> ClientResult<()> {
         let md = self.cluster.metadata();
-        let mut by_leader: HashMap<i32, Vec<TopicPartition>> = HashMap::new();
+        let mut by_leader: HashMap<i32, Vec<TopicPartition>> = HashMap::default();
         let mut missing = Vec::new();
         for tp in self.positions.keys() {
             match md.leader(&tp.topic, tp.partition) {

@@ -1,6 +1,6 @@
 //! The client's view of the cluster: brokers and, per topic, each partition's leader.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 

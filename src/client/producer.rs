@@ -9,7 +9,7 @@
 //! its partition's queue, unchanged (same producer id, epoch and sequence numbers, so the broker
 //! drops a duplicate of an idempotent batch), up to `retries` times.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -211,8 +211,8 @@ impl<T: Send + 'static> Producer<T> {
                 closing: false,
                 flushing: 0,
                 metadata_stale: false,
-                sequences: HashMap::new(),
-                topics: HashMap::new(),
+                sequences: HashMap::default(),
+                topics: HashMap::default(),
                 round_robin: 0,
                 sender_waiting: false,
                 completion_waiters: 0,
@@ -458,8 +458,8 @@ fn sender_loop<T: Send + 'static>(inner: &Arc<Inner<T>>) {
 fn send_batches<T: Send + 'static>(inner: &Arc<Inner<T>>, batches: Vec<ReadyBatch<T>>) {
     let md = inner.cluster.metadata();
     // leader → requests, each a list of batches.
-    let mut requests: HashMap<i32, Vec<Vec<ReadyBatch<T>>>> = HashMap::new();
-    let mut placed: HashMap<TopicPartition, usize> = HashMap::new();
+    let mut requests: HashMap<i32, Vec<Vec<ReadyBatch<T>>>> = HashMap::default();
+    let mut placed: HashMap<TopicPartition, usize> = HashMap::default();
     for mut batch in batches {
         let Some(leader) = md.leader(&batch.tp.topic, batch.tp.partition) else {
             let e = ClientError::NoLeader {

@@ -1,7 +1,7 @@
 //! ApiVersions negotiation: for each API, the highest version both this client and the broker
 //! speak.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::ops::RangeInclusive;
 
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
@@ -56,7 +56,7 @@ impl ApiVersionTable {
             .iter()
             .map(|k| (k.api_key, k.min_version..=k.max_version))
             .collect();
-        let mut chosen = HashMap::new();
+        let mut chosen = HashMap::default();
         for (key, ours) in CLIENT_VERSIONS {
             if let Some(theirs) = broker.get(&(*key as i16)) {
                 let hi = (*ours.end()).min(*theirs.end());

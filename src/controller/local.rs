@@ -56,7 +56,7 @@ impl LocalController {
         if !registered {
             let register = MetadataRecord::RegisterBroker(RegisterBroker {
                 broker_id: me.id,
-                incarnation: Uuid::new_v4(),
+                incarnation: crate::util::entropy::uuid_v4(),
                 // The image gives out the config's address of each start; this is the first.
                 endpoints: MetadataImage::registration_of(me).endpoints,
                 rack: me.rack.clone(),

@@ -82,7 +82,7 @@ fn broker_configs_become_records_that_make_the_set_exact() {
             resource: String::new(),
             configs: configs.clone(),
         };
-        let decision = local.decide(&[change], Uuid::new_v4);
+        let decision = local.decide(&[change], crate::util::entropy::uuid_v4);
         assert!(decision.results[0].is_ok());
         decision.records
     };

@@ -300,7 +300,7 @@ mod tests {
                 name: "t".into(),
                 configs: configs.clone(),
             }],
-            Uuid::new_v4,
+            crate::util::entropy::uuid_v4,
         );
         assert_eq!(d.results, vec![Ok(())]);
         apply_all(&mut meta, &d.records);
@@ -311,7 +311,7 @@ mod tests {
                 name: "t".into(),
                 configs: BTreeMap::from([("retention.ms".to_string(), "soon".to_string())]),
             }],
-            Uuid::new_v4,
+            crate::util::entropy::uuid_v4,
         );
         assert!(bad.records.is_empty());
         assert_eq!(bad.results[0].as_ref().err().map(|e| e.code), Some(40));

@@ -8,7 +8,8 @@
 //! Appends are assumed to reach the log in the order they are emitted, and `append_done` to
 //! be reported in that order per partition: in-memory state follows the log that way.
 
-use std::collections::{BTreeMap, HashMap};
+use crate::util::hash::HashMap;
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
@@ -123,7 +124,7 @@ impl GroupCoordinator {
     pub fn new(config: GroupConfig) -> Self {
         Self::with_member_ids(
             config,
-            Box::new(|prefix| format!("{prefix}-{}", uuid::Uuid::new_v4())),
+            Box::new(|prefix| format!("{prefix}-{}", crate::util::entropy::uuid_v4())),
         )
     }
 
@@ -131,13 +132,13 @@ impl GroupCoordinator {
     pub fn with_member_ids(config: GroupConfig, member_ids: MemberIdSource) -> Self {
         GroupCoordinator {
             config,
-            partitions: HashMap::new(),
-            groups: HashMap::new(),
-            pending: HashMap::new(),
+            partitions: HashMap::default(),
+            groups: HashMap::default(),
+            pending: HashMap::default(),
             next_append_id: 1,
             member_ids,
             next_retention_check_ms: 0,
-            delete_waits: HashMap::new(),
+            delete_waits: HashMap::default(),
         }
     }
 

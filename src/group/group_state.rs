@@ -2,7 +2,8 @@
 //! committed offsets. Pure data plus the rules that depend on nothing else (protocol selection,
 //! leader choice, what a record of the group looks like); the coordinator drives transitions.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use crate::util::hash::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
@@ -110,15 +111,15 @@ impl Group {
             generation: 0,
             leader: None,
             members: Vec::new(),
-            pending_members: HashMap::new(),
-            pending_sync: HashSet::new(),
+            pending_members: HashMap::default(),
+            pending_sync: HashSet::default(),
             sync_deadline_ms: None,
             join_phase: None,
             new_member_added: false,
             assignment_store_generation: None,
             offsets: BTreeMap::new(),
-            pending_commits: HashMap::new(),
-            expiring: HashSet::new(),
+            pending_commits: HashMap::default(),
+            expiring: HashSet::default(),
             persisted_metadata: None,
         }
     }

@@ -1,7 +1,8 @@
 //! Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and retention expiry.
 //! A commit becomes visible only once its records are in the log.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use crate::util::hash::HashSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::api::{
     FetchedOffset, OffsetCommitCall, OffsetCommitReply, OffsetDeleteCall, OffsetDeleteReply,

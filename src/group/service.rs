@@ -4,8 +4,8 @@
 //! live state rewritten, older records dropped). It reaches the shard's partitions only
 //! through [`GroupHost`].
 
+use crate::util::hash::{HashMap, HashSet};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -93,12 +93,12 @@ impl GroupService {
         GroupService {
             coordinator: RefCell::new(GroupCoordinator::new(config)),
             fsync_on_acks_all,
-            waiting: RefCell::new(HashMap::new()),
+            waiting: RefCell::new(HashMap::default()),
             next_token: Cell::new(0),
-            loaded: RefCell::new(HashMap::new()),
+            loaded: RefCell::new(HashMap::default()),
             next_load: Cell::new(0),
-            appends_in_flight: RefCell::new(HashMap::new()),
-            compacting: RefCell::new(HashSet::new()),
+            appends_in_flight: RefCell::new(HashMap::default()),
+            compacting: RefCell::new(HashSet::default()),
             after_compaction: RefCell::new(Vec::new()),
             closed: Cell::new(false),
             rearm: Notify::new(),

@@ -378,7 +378,7 @@ fn randomized_membership_churn_keeps_invariants() {
         // Appends finish a few ticks later, some fail.
         sim.hold_appends = true;
         let mut clients: Vec<Client> = Vec::new();
-        let mut generations = HashMap::new();
+        let mut generations = HashMap::default();
         let mut next_client = 0;
         for _ in 0..3_000 {
             if rng.chance(15) || clients.is_empty() {

@@ -1,7 +1,8 @@
 //! Deterministic simulations of the coordinator: a fake clock, appends completed on demand
 //! (or failed), and consumer clients that join, sync, heartbeat and commit like Kafka's.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::util::hash::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -113,9 +114,9 @@ impl Sim {
             held: Vec::new(),
             hold_appends: false,
             fail_appends: false,
-            replies: HashMap::new(),
+            replies: HashMap::default(),
             log: BTreeMap::new(),
-            commit_watch: HashMap::new(),
+            commit_watch: HashMap::default(),
             acked: BTreeMap::new(),
         }
     }

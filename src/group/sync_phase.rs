@@ -2,7 +2,7 @@
 //! leader's assignment once it is stored; Heartbeat keeps a member's session and tells it to
 //! rejoin during a rebalance. The join phase and the rebalance are in `membership.rs`.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 
 use bytes::Bytes;
 

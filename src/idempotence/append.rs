@@ -10,8 +10,8 @@
 //! retained batch, failure removes it so that its retry is appended, not taken for a
 //! duplicate.
 
+use crate::util::hash::HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 

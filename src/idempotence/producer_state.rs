@@ -18,7 +18,8 @@
 //! until the shard reports its outcome; a retry of it waits for that outcome rather than being
 //! answered with offsets that might never be stored.
 
-use std::collections::{HashMap, VecDeque};
+use crate::util::hash::HashMap;
+use std::collections::VecDeque;
 
 use crate::model::Offset;
 use crate::protocol::record_batch::BatchHeader;

@@ -162,7 +162,7 @@ fn claimed_cluster_id(data_dir: &Path) -> Option<String> {
 fn new_cluster_id() -> String {
     // Kafka cluster ids are 16 random bytes in URL-safe base64 (22 characters); a UUID's
     // simple form is as unique and as opaque to clients.
-    uuid::Uuid::new_v4().simple().to_string()
+    crate::util::entropy::uuid_v4().simple().to_string()
 }
 
 fn write_meta_properties(data_dir: &Path, node_id: i32, cluster_id: &str) -> io::Result<()> {

@@ -142,7 +142,12 @@ pub async fn rename_aside(
     aside: Aside,
 ) -> Result<PathBuf, PartitionDirError> {
     let parent = dir.parent().unwrap_or(Path::new("."));
-    let to = parent.join(aside_dir_name(topic, partition, Uuid::new_v4(), aside));
+    let to = parent.join(aside_dir_name(
+        topic,
+        partition,
+        crate::util::entropy::uuid_v4(),
+        aside,
+    ));
     let rename = |source| PartitionDirError::Rename {
         from: dir.to_path_buf(),
         to: to.clone(),

@@ -9,7 +9,7 @@
 //! [`FollowerSession::on_failure`]) tells it how that request ended. Any doubt (an error, a
 //! lost connection, a session the leader no longer has) goes back to a full fetch.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::hash::Hash;
 
 /// The epoch of a full fetch that creates (or replaces) a session.
@@ -52,7 +52,7 @@ impl<K: Clone + Eq + Hash, S: Clone + PartialEq> FollowerSession<K, S> {
         FollowerSession {
             id: NO_SESSION,
             next_epoch: INITIAL_EPOCH,
-            held: HashMap::new(),
+            held: HashMap::default(),
             pending: None,
         }
     }

@@ -19,7 +19,7 @@
 //! Operations outside [`super::File`], `rename`, `remove_file` and `sync_dir` (plain `std::fs`
 //! calls) are not seen.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -217,7 +217,7 @@ impl ScopeState {
         ScopeState {
             root,
             rules: Vec::new(),
-            files: HashMap::new(),
+            files: HashMap::default(),
             unsynced_dir_changes: Vec::new(),
             known_paths: Vec::new(),
             injected: 0,

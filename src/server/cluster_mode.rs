@@ -96,7 +96,7 @@ pub fn prepare(config: &BrokerConfig) -> Result<Option<ClusterSetup>, ClusterSta
     Ok(Some(ClusterSetup {
         kraft,
         cluster_id,
-        incarnation: uuid::Uuid::new_v4(),
+        incarnation: crate::util::entropy::uuid_v4(),
     }))
 }
 

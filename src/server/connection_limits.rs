@@ -23,7 +23,8 @@
 //! Unlike Kafka, which stops accepting while `max.connections` is reached, a connection over
 //! either limit is accepted and closed at once: nothing waits in the kernel's accept queue.
 
-use std::collections::{BTreeMap, HashMap};
+use crate::util::hash::HashMap;
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -12,7 +12,7 @@
 //! sessions; when full, the least recently used one is evicted for a new one (Kafka weighs
 //! eviction by staleness and size; plain LRU is simpler and never refuses a new session).
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 
 use crate::model::Offset;
 
@@ -123,7 +123,7 @@ impl FetchSessions {
     pub fn new(slots: usize, first_id: i32) -> FetchSessions {
         FetchSessions {
             slots,
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             next_id: first_id.max(1),
             clock: 0,
         }

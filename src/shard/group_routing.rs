@@ -1,7 +1,7 @@
 //! Routing of consumer-group work to the shard that coordinates each group: the owner of the
 //! group's `__consumer_offsets` partition. Handlers call these from any shard.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::rc::{Rc, Weak};
 
 use crate::group::api::{
@@ -190,7 +190,7 @@ impl Shard {
                 group_ids: ids,
             })
             .await;
-        let mut found: HashMap<String, GroupDescription> = HashMap::new();
+        let mut found: HashMap<String, GroupDescription> = HashMap::default();
         for (ids, reply) in replies {
             match reply {
                 Ok(Reply::DescribeGroups(list)) => {
@@ -222,7 +222,7 @@ impl Shard {
                 group_ids: ids,
             })
             .await;
-        let mut found: HashMap<String, i16> = HashMap::new();
+        let mut found: HashMap<String, i16> = HashMap::default();
         for (ids, reply) in replies {
             match reply {
                 Ok(Reply::DeleteGroups(list)) => found.extend(list),
@@ -251,7 +251,7 @@ impl Shard {
         group_ids: Vec<String>,
         make: impl Fn(Vec<String>) -> Call,
     ) -> Vec<(Vec<String>, Result<Reply, i16>)> {
-        let mut by_owner: HashMap<usize, Vec<String>> = HashMap::new();
+        let mut by_owner: HashMap<usize, Vec<String>> = HashMap::default();
         let mut out = Vec::new();
         for id in group_ids {
             match self.group_coordinator_shard(&id) {

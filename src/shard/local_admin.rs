@@ -84,7 +84,7 @@ impl Shard {
             });
         };
         let (change, validate_only) = change_of(op)?;
-        let decision = controller.decide(&[change], uuid::Uuid::new_v4);
+        let decision = controller.decide(&[change], crate::util::entropy::uuid_v4);
         if let Some(Err(refused)) = decision.results.into_iter().next() {
             return Err(AdminError {
                 code: refused.code,

@@ -20,8 +20,8 @@ pub mod replica_roles;
 mod stored_metadata;
 pub mod wait_for_data;
 
+use crate::util::hash::HashMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -132,7 +132,7 @@ impl Shard {
             stored: RefCell::new(loaded.stored),
             partitions,
             ctx,
-            pending: RefCell::new(HashMap::new()),
+            pending: RefCell::new(HashMap::default()),
             next_request_id: Cell::new(0),
             admin: Exclusive::new(),
             groups: Rc::new(crate::group::service::GroupService::new(
@@ -359,7 +359,7 @@ impl Shard {
         fetch_budget: Option<usize>,
     ) -> Vec<PartitionResult> {
         let image = self.image();
-        let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::new();
+        let mut by_shard: HashMap<usize, Vec<(usize, PartitionOp)>> = HashMap::default();
         let mut results: Vec<Option<PartitionResult>> = vec![None; ops.len()];
         for (i, op) in ops.into_iter().enumerate() {
             let (topic, partition) = op.topic_partition();

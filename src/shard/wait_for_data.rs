@@ -1,7 +1,7 @@
 //! Long polls across shards: a Fetch waiting for data on partitions of several shards waits
 //! on each owner's partitions (`PartitionManager::wait_for_data`) and wakes on the first.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ impl Shard {
         log_end: bool,
     ) -> bool {
         let meta = self.image();
-        let mut by_shard: HashMap<usize, Vec<(String, i32, i64)>> = HashMap::new();
+        let mut by_shard: HashMap<usize, Vec<(String, i32, i64)>> = HashMap::default();
         for (t, p, o) in partitions {
             if let Some(owner) = meta.shard_of(&t, p, self.count) {
                 by_shard.entry(owner).or_default().push((t, p, o));

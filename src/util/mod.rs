@@ -1,5 +1,7 @@
 //! Small building blocks that are not about Kafka.
+pub mod entropy;
 pub mod exclusive;
+pub mod hash;
 pub mod local_oneshot;
 pub mod memory_budget;
 pub mod notify;

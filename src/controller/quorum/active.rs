@@ -25,7 +25,6 @@ use crate::controller::topic_changes::TopicChange;
 use crate::model::{BrokerEpoch, BrokerId, MetadataOffset};
 use crate::runtime::{self, LocalReceiver};
 use crate::util::shutdown::ShutdownSignal;
-use uuid::Uuid;
 
 /// Runs until `shutdown`. `tick` is how often sessions are checked: on a deadline of its
 /// own, not after `tick` of silence, so brokers heartbeating more often than `tick` cannot
@@ -284,7 +283,8 @@ async fn topic_changes(
     changes: &[TopicChange],
     validate_only: bool,
 ) -> ControllerResponse {
-    let decision = controller.decide_topic_changes(&node.view().get(), changes, Uuid::new_v4);
+    let decision =
+        controller.decide_topic_changes(&node.view().get(), changes, crate::util::entropy::uuid_v4);
     if validate_only || decision.records.is_empty() {
         return ControllerResponse::TopicChanges {
             results: decision.results,

@@ -14,8 +14,8 @@ mod open_logs;
 
 pub use offline::{OfflineCause, PartitionState};
 
+use crate::util::hash::HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -61,9 +61,9 @@ impl PartitionManager {
     pub fn new(settings: ManagerSettings) -> PartitionManager {
         PartitionManager {
             settings,
-            online: RefCell::new(HashMap::new()),
-            offline: RefCell::new(HashMap::new()),
-            offline_view: RefCell::new(HashMap::new()),
+            online: RefCell::new(HashMap::default()),
+            offline: RefCell::new(HashMap::default()),
+            offline_view: RefCell::new(HashMap::default()),
             isr_sink: RefCell::new(None),
         }
     }

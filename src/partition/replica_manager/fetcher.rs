@@ -3,7 +3,7 @@
 //! shard's partitions that broker leads; a diverging answer truncates, records are appended
 //! as the leader has them, an out-of-range answer moves the log to the leader's bounds.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::time::Duration;
@@ -162,12 +162,12 @@ fn fetch_request(
         fetches.push(((p.topic.clone(), p.index), f));
     }
     let planned = session.next(&fetches);
-    let mut by_topic: HashMap<&str, Vec<FetchPartition>> = HashMap::new();
+    let mut by_topic: HashMap<&str, Vec<FetchPartition>> = HashMap::default();
     for i in planned.send {
         let ((topic, _), f) = &fetches[i];
         by_topic.entry(topic.as_str()).or_default().push(f.clone());
     }
-    let mut forgotten: HashMap<String, Vec<i32>> = HashMap::new();
+    let mut forgotten: HashMap<String, Vec<i32>> = HashMap::default();
     for (topic, index) in planned.forgotten {
         forgotten.entry(topic).or_default().push(index);
     }

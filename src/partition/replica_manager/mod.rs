@@ -16,8 +16,8 @@
 //!   behind `replica.lag.time.max.ms`) are sent as AlterPartition, one in flight per
 //!   partition (the leader state keeps to that), and applied when committed.
 
+use crate::util::hash::HashSet;
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,7 +109,7 @@ impl ReplicaManager {
             partitions,
             cache,
             roles,
-            fetching_from: RefCell::new(HashSet::new()),
+            fetching_from: RefCell::new(HashSet::default()),
             applied: RefCell::new(None),
             applying: Exclusive::new(),
             last_shrink_check_ms: Cell::new(0),

@@ -5,7 +5,7 @@
 //! producer snapshots removed, the epoch cache emptied (durably), then the log started over;
 //! a crash in between leaves a log that is out of range again and redoes the rest.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -132,7 +132,7 @@ async fn list_offsets(
     partitions: &[(Rc<Partition>, FetchPosition)],
     timestamp: i64,
 ) -> Result<Vec<Result<i64, LeaderBoundsError>>, LeaderBoundsError> {
-    let mut by_topic: HashMap<&str, Vec<ListOffsetsPartition>> = HashMap::new();
+    let mut by_topic: HashMap<&str, Vec<ListOffsetsPartition>> = HashMap::default();
     for (p, asked) in partitions {
         let mut lp = ListOffsetsPartition::default();
         lp.partition_index = p.index;
@@ -156,7 +156,7 @@ async fn list_offsets(
             LIST_OFFSETS_TIMEOUT,
         )
         .await?;
-    let mut answers: HashMap<(&str, i32), Result<i64, LeaderBoundsError>> = HashMap::new();
+    let mut answers: HashMap<(&str, i32), Result<i64, LeaderBoundsError>> = HashMap::default();
     for t in &response.topics {
         for r in &t.partitions {
             let answer = if r.error_code == 0 {

@@ -1,8 +1,9 @@
 //! The simulation's executor: one thread, a run queue of woken tasks, the next one picked by
 //! a seeded generator, a virtual clock that jumps to the next timer when nothing can run.
 
+use crate::util::hash::HashMap;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -277,7 +278,7 @@ pub(super) fn run<T: 'static>(
         next_id: Cell::new(0),
         polls: Cell::new(0),
         node: Cell::new(None),
-        nodes: RefCell::new(HashMap::new()),
+        nodes: RefCell::new(HashMap::default()),
     });
     CURRENT.with(|c| *c.borrow_mut() = Some(Rc::clone(&st)));
     let _installed = Installed(Rc::clone(&st));

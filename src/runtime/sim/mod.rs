@@ -43,7 +43,11 @@ pub fn run<T: 'static>(
         "runtime::sim: a simulation already runs on this thread"
     );
     net::install();
+    // Hash-table keys and generated ids come from the seed too (a different stream from the
+    // scheduler's), so a seed replays the same tables and ids.
+    crate::util::entropy::seed_thread(Some(config.seed ^ 0x9E37_79B9_7F4A_7C15));
     let result = executor::run(config, future);
+    crate::util::entropy::seed_thread(None);
     net::uninstall();
     result
 }

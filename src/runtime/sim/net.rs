@@ -3,8 +3,9 @@
 //! partitions between two hosts (bytes held, as TCP retransmits them, until healed; new
 //! connections time out), connection resets, and a crashed host's connections reset.
 
+use crate::util::hash::{HashMap, HashSet};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
@@ -111,9 +112,9 @@ struct Network {
 impl Default for Network {
     fn default() -> Network {
         Network {
-            listeners: RefCell::new(HashMap::new()),
+            listeners: RefCell::new(HashMap::default()),
             connections: RefCell::new(Vec::new()),
-            partitions: RefCell::new(HashSet::new()),
+            partitions: RefCell::new(HashSet::default()),
             next_port: Cell::new(40_000),
             delay: Cell::new((Duration::from_micros(50), Duration::from_micros(500))),
         }

@@ -71,7 +71,7 @@ fn the_seed_picks_the_interleaving() {
         })
         .expect("runs")
     };
-    let orders: std::collections::HashSet<Vec<i32>> = (0..20).map(order).collect();
+    let orders: crate::util::hash::HashSet<Vec<i32>> = (0..20).map(order).collect();
     assert!(orders.len() > 1, "every seed ran the tasks in one order");
     assert_eq!(order(3), order(3));
 }

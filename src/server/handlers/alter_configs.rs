@@ -3,7 +3,8 @@
 //! config to the open logs when the metadata change reaches them. On a broker resource it
 //! replaces the dynamic broker configs (`broker_configs`).
 
-use std::collections::{BTreeMap, HashMap};
+use crate::util::hash::HashMap;
+use std::collections::BTreeMap;
 
 use crate::protocol::messages::alter_configs_request::{AlterConfigsRequest, AlterConfigsResource};
 use crate::protocol::messages::alter_configs_response::{
@@ -88,7 +89,7 @@ async fn alter(
 pub(super) fn duplicate_resources<'a>(
     resources: impl Iterator<Item = (i8, &'a str)>,
 ) -> Vec<(i8, String)> {
-    let mut count: HashMap<(i8, String), usize> = HashMap::new();
+    let mut count: HashMap<(i8, String), usize> = HashMap::default();
     for (t, n) in resources {
         *count.entry((t, n.to_string())).or_default() += 1;
     }

@@ -4,7 +4,7 @@
 //! be what this broker would do anyway (one replica, this broker): INVALID_REPLICA_ASSIGNMENT
 //! otherwise. validate_only answers without adding anything.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 
 use crate::protocol::messages::create_partitions_request::{
     CreatePartitionsRequest, CreatePartitionsTopic,
@@ -23,7 +23,7 @@ use crate::shard::messages::AdminOp;
 
 pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     let request: CreatePartitionsRequest = req.decode()?;
-    let mut occurrences: HashMap<String, usize> = HashMap::new();
+    let mut occurrences: HashMap<String, usize> = HashMap::default();
     for t in &request.topics {
         *occurrences.entry(t.name.0.to_string()).or_default() += 1;
     }

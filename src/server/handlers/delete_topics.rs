@@ -2,7 +2,7 @@
 //! topic from the metadata; every shard then closes the logs it owned and deletes their
 //! directories before the change is acknowledged, so the response comes after the data is gone.
 
-use std::collections::HashSet;
+use crate::util::hash::HashSet;
 
 use crate::protocol::legacy_admin::delete_topics_response_v0;
 use crate::protocol::messages::delete_topics_request::DeleteTopicsRequest;
@@ -46,10 +46,10 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
             .collect()
     };
     // Kafka refuses every occurrence of a topic named (or identified) twice.
-    let mut seen_names = HashSet::new();
-    let mut dup_names = HashSet::new();
-    let mut seen_ids = HashSet::new();
-    let mut dup_ids = HashSet::new();
+    let mut seen_names = HashSet::default();
+    let mut dup_names = HashSet::default();
+    let mut seen_ids = HashSet::default();
+    let mut dup_ids = HashSet::default();
     for t in &targets {
         if let Some(n) = &t.name {
             if !seen_names.insert(n.clone()) {

@@ -7,7 +7,8 @@
 //! incremental changes to the same topic from different connections may lose one of them
 //! (last writer wins), as with Kafka's ZooKeeper-era brokers.
 
-use std::collections::{BTreeMap, HashSet};
+use crate::util::hash::HashSet;
+use std::collections::BTreeMap;
 
 use crate::protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, IncrementalAlterConfigsRequest,
@@ -75,7 +76,7 @@ async fn alter(
     } else {
         existing_topic_configs(req, resource.resource_type, name)?
     };
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     for c in &resource.configs {
         if !seen.insert(c.name.as_str()) {
             return Err((

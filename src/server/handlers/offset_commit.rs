@@ -7,7 +7,7 @@
 //! (KIP-848) changes nothing for classic groups: its member epoch is the generation.
 //! The response has per-partition errors only, so a request-wide error goes on every partition.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 
 use crate::group::api::{Call, OffsetCommitCall, OffsetToCommit, Reply};
 use crate::protocol::legacy_offset_codecs::{decode_offset_commit_v0_1, LegacyOffsetCommit};
@@ -66,7 +66,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Bytes, HandlerError> {
     drop(meta);
 
     let outcome: Result<HashMap<(String, i32), i16>, i16> = if offsets.is_empty() {
-        Ok(HashMap::new())
+        Ok(HashMap::default())
     } else {
         let call = OffsetCommitCall {
             group_id: group_id.clone(),

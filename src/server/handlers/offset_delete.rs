@@ -2,7 +2,7 @@
 //! consumes. A group-level error answers alone (no partitions); otherwise each partition has
 //! its error (GROUP_SUBSCRIBED_TO_TOPIC while a member consumes the topic).
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 
 use crate::group::api::{Call, OffsetDeleteCall, Reply};
 use crate::protocol::messages::offset_delete_request::OffsetDeleteRequest;

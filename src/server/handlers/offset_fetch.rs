@@ -7,7 +7,7 @@
 //! offsets to wait for. v9 (KIP-848) adds a member id and epoch per group, which Kafka does
 //! not check for classic groups: neither do we.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 
 use crate::group::api::{Call, FetchedOffset, OffsetFetchCall, OffsetFetchReply, Reply};
 use crate::protocol::messages::offset_fetch_request::OffsetFetchRequest;
@@ -176,7 +176,7 @@ fn groups_topics(offsets: Vec<FetchedOffset>) -> Vec<OffsetFetchResponseTopics> 
 /// Groups offsets by topic, topics in order of first appearance.
 fn by_topic(offsets: Vec<FetchedOffset>) -> Vec<(TopicName, Vec<FetchedOffset>)> {
     let mut topics: Vec<(TopicName, Vec<FetchedOffset>)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut index: HashMap<String, usize> = HashMap::default();
     for o in offsets {
         match index.get(&o.topic) {
             Some(&i) => topics[i].1.push(o),

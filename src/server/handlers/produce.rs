@@ -177,7 +177,7 @@ pub async fn handle(req: &Request<'_>) -> Result<Option<Bytes>, HandlerError> {
     if acks == 0 {
         return Ok(None);
     }
-    let mut by_slot = std::collections::HashMap::new();
+    let mut by_slot = crate::util::hash::HashMap::default();
     for (slot, result) in slots.into_iter().zip(results) {
         by_slot.insert(slot, result);
     }
