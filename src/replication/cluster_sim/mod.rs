@@ -756,7 +756,9 @@ fn the_checks_catch_planted_bugs() {
 /// The seeds that found the follower's truncation bugs still fail with each bug put back.
 #[test]
 fn the_seeds_that_found_truncation_bugs_fail_with_them() {
-    for (seed, bug) in [(39, Bug::KeepEpochAtEnd), (194, Bug::TruncateToLeaderEnd)] {
+    // Seeds 39 and 194 found them; since SeededRng scrambles its seed they are 7 and 29 (of
+    // 600 seeds, 9 catch the first and 2 the second).
+    for (seed, bug) in [(7, Bug::KeepEpochAtEnd), (29, Bug::TruncateToLeaderEnd)] {
         let outcome = run(seed, knobs(seed, bug));
         assert!(
             outcome.is_err(),
