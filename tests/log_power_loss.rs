@@ -132,6 +132,11 @@ async fn round(
     for t in tasks {
         t.await;
     }
+    // The dead process's files are closed before this round's executor ends (a kill releases
+    // them; a Log merely dropped at the end of block_on did not, and 64 seeds ran out of
+    // descriptors: 12,640 open, 11,942 of them deleted files).
+    // Every file operation fails now, so closing writes nothing.
+    let _ = log.close().await;
     Ok((shared.durable_end.get(), offsets.log_end_offset))
 }
 
