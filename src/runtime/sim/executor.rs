@@ -50,7 +50,16 @@ pub enum SimError {
     TimeLimit { limit: Duration },
     #[error("the run passed its limit of {limit} polls (a livelock?)")]
     PollLimit { limit: u64 },
+    #[error("invariant broken at {at:?} of virtual time, after {polls} polls: {message}")]
+    Invariant {
+        message: String,
+        at: Duration,
+        polls: u64,
+    },
 }
+
+/// A check run after every task poll (see [`check_every_step`]).
+type StepCheck = Box<dyn FnMut() -> Result<(), String>>;
 
 /// What is known of one node's tasks: enough to drop them all at once.
 #[derive(Default)]
@@ -73,6 +82,7 @@ pub(super) struct State {
     /// The node whose task is being polled.
     node: Cell<Option<NodeId>>,
     nodes: RefCell<HashMap<NodeId, NodeTasks>>,
+    step_check: RefCell<Option<StepCheck>>,
 }
 
 impl State {
@@ -279,6 +289,7 @@ pub(super) fn run<T: 'static>(
         polls: Cell::new(0),
         node: Cell::new(None),
         nodes: RefCell::new(HashMap::default()),
+        step_check: RefCell::new(None),
     });
     CURRENT.with(|c| *c.borrow_mut() = Some(Rc::clone(&st)));
     let _installed = Installed(Rc::clone(&st));
@@ -301,6 +312,18 @@ pub(super) fn run<T: 'static>(
             let Some(runnable) = next else { break };
             runnable.run();
             st.polls.set(st.polls.get() + 1);
+            // Taken out while it runs: the check may read anything, even the simulation.
+            let check = st.step_check.borrow_mut().take();
+            if let Some(mut check) = check {
+                if let Err(message) = check() {
+                    return Err(SimError::Invariant {
+                        message,
+                        at: st.now.get(),
+                        polls: st.polls.get(),
+                    });
+                }
+                st.step_check.borrow_mut().get_or_insert(check);
+            }
             if st.polls.get() > config.max_polls {
                 return Err(SimError::PollLimit {
                     limit: config.max_polls,
@@ -334,6 +357,13 @@ pub(super) fn run<T: 'static>(
             w.wake();
         }
     }
+}
+
+/// Runs `check` after every task poll from now on (replacing an earlier one): the run fails
+/// with [`SimError::Invariant`] at the first step after which it answers an error, so a
+/// broken invariant is caught at the step that broke it, not at the end of the run.
+pub fn check_every_step(check: impl FnMut() -> Result<(), String> + 'static) {
+    *state().step_check.borrow_mut() = Some(Box::new(check));
 }
 
 /// Task polls of the running simulation so far.

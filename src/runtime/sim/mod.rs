@@ -23,7 +23,7 @@ mod executor;
 pub mod net;
 mod time;
 
-pub use executor::{current_node, NodeId, SimConfig, SimError};
+pub use executor::{check_every_step, current_node, NodeId, SimConfig, SimError};
 pub use time::Sleep;
 
 pub(super) use executor::{active, spawn, yield_now};

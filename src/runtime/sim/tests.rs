@@ -204,3 +204,27 @@ fn files_are_read_and_written_in_a_simulation() {
     })
     .expect("runs");
 }
+
+#[test]
+fn a_step_check_stops_the_run_at_the_step_that_broke_it() {
+    let counter = Rc::new(std::cell::Cell::new(0u32));
+    let seen = Rc::clone(&counter);
+    let result = run(SimConfig::seeded(3), async move {
+        check_every_step(move || match seen.get() {
+            n if n > 2 => Err(format!("counter at {n}")),
+            _ => Ok(()),
+        });
+        for _ in 0..10 {
+            counter.set(counter.get() + 1);
+            runtime::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    match result {
+        Err(SimError::Invariant { message, at, .. }) => {
+            assert_eq!(message, "counter at 3");
+            // The third increment follows the second sleep.
+            assert_eq!(at, Duration::from_millis(10));
+        }
+        other => panic!("expected the check to stop the run, got {other:?}"),
+    }
+}

@@ -6,5 +6,6 @@
 
 pub mod broker;
 pub mod client;
+pub mod invariants;
 #[cfg(test)]
 mod replication_tests;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::broker::{self, client_addr, node_of, SimBroker};
 use super::client::SimClient;
+use super::invariants::LeaderInvariants;
 use crate::protocol::batch_builder::{decode_records, BatchBuilder};
 use crate::protocol::record_batch::BatchHeader;
 use crate::runtime::sim::{self, net, SimConfig};
@@ -156,6 +157,19 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
     for b in brokers.borrow_mut().iter_mut() {
         b.start();
     }
+    let invariants = Rc::new(RefCell::new(LeaderInvariants::default()));
+    {
+        let (brokers, invariants) = (Rc::clone(&brokers), Rc::clone(&invariants));
+        sim::check_every_step(move || {
+            // A step that holds the list (a fault being injected) is checked at the next.
+            let Ok(bs) = brokers.try_borrow() else {
+                return Ok(());
+            };
+            invariants
+                .borrow_mut()
+                .check(TOPIC, 0, bs.iter().map(|b| (b.id, b.shard())))
+        });
+    }
     // The cluster forms: a broker answers with all three registered.
     let mut formed = false;
     for _ in 0..300 {
@@ -299,8 +313,12 @@ async fn cluster_run(seed: u64, dir: std::path::PathBuf) -> Result<String, Strin
     // The acknowledged offsets in the order they were acknowledged: two runs of one seed must
     // agree on them, not only on their count.
     let order: Vec<i64> = acked.iter().map(|a| a.1).collect();
+    let (steps, epochs) = {
+        let i = invariants.borrow();
+        (i.steps, i.epochs())
+    };
     Ok(format!(
-        "seed {seed}: {faults} faults, {} acked, high watermark {hw}, {:?} of virtual time, {} polls, acks at {order:?}",
+        "seed {seed}: {faults} faults, {} acked, high watermark {hw}, {:?} of virtual time, {} polls ({steps} checked), {epochs} leader epochs, acks at {order:?}",
         acked.len(),
         sim::elapsed(),
         sim::polls()
