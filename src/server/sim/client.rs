@@ -1,6 +1,7 @@
-//! A small Kafka client for simulated clusters: the requests a test's producers and checks
-//! send (Metadata, CreateTopics, Produce, Fetch), over the runtime's connections, so that it
-//! runs on the simulated network like the brokers' own replica fetchers.
+//! A small Kafka client for simulated clusters: the requests a test's producers, committers
+//! and checks send (Metadata, CreateTopics, InitProducerId, Produce, Fetch, FindCoordinator,
+//! OffsetCommit, OffsetFetch), over the runtime's connections, so that it runs on the
+//! simulated network like the brokers' own replica fetchers.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -12,15 +13,23 @@ use kafka_protocol::messages::create_topics_request::{
 use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
 use kafka_protocol::messages::fetch_response::FetchResponse;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::FindCoordinatorResponse;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::metadata_response::MetadataResponse;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_commit_response::OffsetCommitResponse;
+use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequest, OffsetFetchRequestTopic};
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponse;
 use kafka_protocol::messages::produce_request::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
 use kafka_protocol::messages::produce_response::ProduceResponse;
-use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, ProducerId, TopicName};
+use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId, GroupId, ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::replication::replica_client::{ReplicaClient, ReplicaClientError};
@@ -193,5 +202,77 @@ impl SimClient {
                 records: p.records.clone().unwrap_or_default(),
             },
         ))
+    }
+
+    /// The coordinator of `group` as this broker knows it: (error code, node id).
+    pub async fn find_coordinator(
+        &mut self,
+        group: &str,
+    ) -> Result<(i16, i32), ReplicaClientError> {
+        let mut req = FindCoordinatorRequest::default();
+        req.key = StrBytes::from_string(group.to_string());
+        req.key_type = 0;
+        let resp: FindCoordinatorResponse = self
+            .inner
+            .call(ApiKey::FindCoordinator, 3, &req, TIMEOUT)
+            .await?;
+        Ok((resp.error_code, resp.node_id.0))
+    }
+
+    /// A simple (memberless, generation -1) commit of `offset` for `group`: the partition's
+    /// error code.
+    pub async fn commit_offset(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Result<i16, ReplicaClientError> {
+        let mut p = OffsetCommitRequestPartition::default();
+        p.partition_index = partition;
+        p.committed_offset = offset;
+        let mut t = OffsetCommitRequestTopic::default();
+        t.name = name(topic);
+        t.partitions = vec![p];
+        let mut req = OffsetCommitRequest::default();
+        req.group_id = GroupId(StrBytes::from_string(group.to_string()));
+        req.generation_id_or_member_epoch = -1;
+        req.topics = vec![t];
+        let resp: OffsetCommitResponse = self
+            .inner
+            .call(ApiKey::OffsetCommit, 8, &req, TIMEOUT)
+            .await?;
+        Ok(resp
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .map_or(-1, |p| p.error_code))
+    }
+
+    /// `group`'s committed offset of `topic`'s `partition`: (error code, offset; -1 for none).
+    pub async fn fetch_offset(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(i16, i64), ReplicaClientError> {
+        let mut t = OffsetFetchRequestTopic::default();
+        t.name = name(topic);
+        t.partition_indexes = vec![partition];
+        let mut req = OffsetFetchRequest::default();
+        req.group_id = GroupId(StrBytes::from_string(group.to_string()));
+        req.topics = Some(vec![t]);
+        let resp: OffsetFetchResponse = self
+            .inner
+            .call(ApiKey::OffsetFetch, 7, &req, TIMEOUT)
+            .await?;
+        if resp.error_code != 0 {
+            return Ok((resp.error_code, -1));
+        }
+        Ok(resp
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .map_or((-1, -1), |p| (p.error_code, p.committed_offset)))
     }
 }

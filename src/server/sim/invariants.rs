@@ -13,10 +13,10 @@ use crate::shard::Shard;
 /// The partition's leaders and high watermarks seen so far.
 #[derive(Default)]
 pub struct LeaderInvariants {
-    /// Which broker led each epoch.
-    leaders: BTreeMap<LeaderEpoch, i32>,
-    /// The highest HW the leader of each epoch has shown.
-    hws: BTreeMap<LeaderEpoch, i64>,
+    /// Which broker led each (partition, epoch).
+    leaders: BTreeMap<(String, i32, LeaderEpoch), i32>,
+    /// The highest HW the leader of each (partition, epoch) has shown.
+    hws: BTreeMap<(String, i32, LeaderEpoch), i64>,
     /// Steps checked (a run that checked nothing checked nothing).
     pub steps: u64,
 }
@@ -29,7 +29,6 @@ impl LeaderInvariants {
         partition: i32,
         brokers: impl IntoIterator<Item = (i32, Option<Rc<Shard>>)>,
     ) -> Result<(), String> {
-        self.steps += 1;
         for (id, shard) in brokers {
             let Some(p) = shard.and_then(|s| s.partitions.get(topic, partition)) else {
                 continue;
@@ -37,7 +36,8 @@ impl LeaderInvariants {
             let Some(epoch) = p.leading_epoch() else {
                 continue;
             };
-            let leader = *self.leaders.entry(epoch).or_insert(id);
+            let key = (topic.to_string(), partition, epoch);
+            let leader = *self.leaders.entry(key.clone()).or_insert(id);
             if leader != id {
                 return Err(format!(
                     "brokers {leader} and {id} both led {topic}-{partition} at leader epoch {}",
@@ -45,7 +45,7 @@ impl LeaderInvariants {
                 ));
             }
             let hw = p.high_watermark();
-            let highest = self.hws.entry(epoch).or_insert(hw);
+            let highest = self.hws.entry(key).or_insert(hw);
             if hw < *highest {
                 return Err(format!(
                     "leader {id}'s high watermark of {topic}-{partition} moved back from {highest} \
@@ -58,7 +58,7 @@ impl LeaderInvariants {
         Ok(())
     }
 
-    /// Leader epochs seen.
+    /// Leaderships seen ((partition, epoch) pairs).
     pub fn epochs(&self) -> usize {
         self.leaders.len()
     }

@@ -6,6 +6,10 @@
 
 pub mod broker;
 pub mod client;
+#[cfg(test)]
+mod cluster;
+#[cfg(test)]
+mod group_tests;
 pub mod invariants;
 #[cfg(test)]
 mod replication_tests;

@@ -1,0 +1,243 @@
+//! A simulated cluster as the scenarios drive it: three brokers of the real broker started
+//! on their hosts, waited for until they form, a topic created, one seeded fault at a time
+//! (a crash and restart, or a cut link and its heal), and the leader invariants checked after
+//! every step. What a scenario writes and checks is its own (`replication_tests`,
+//! `group_tests`).
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::broker::{self, client_addr, node_of, SimBroker};
+use super::client::SimClient;
+use super::invariants::LeaderInvariants;
+use crate::runtime::sim::{self, net, SimConfig};
+use crate::runtime::{self};
+use crate::shard::Shard;
+
+pub const IDS: [i32; 3] = [1, 2, 3];
+pub const SEED_VAR: &str = "RINGBROKER_BROKER_SIM_SEED";
+pub const SEEDS_VAR: &str = "RINGBROKER_BROKER_SIM_SEEDS";
+pub const FROM_VAR: &str = "RINGBROKER_BROKER_SIM_FROM";
+/// Seeds per scenario in `cargo test` (~0.2-0.5 s each in debug).
+const SEEDS: u64 = 100;
+
+/// Timeouts short enough that a fault's consequences (elections, fencing, ISR changes) fall
+/// within seconds of virtual time.
+fn settings() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("controller.quorum.election.timeout.ms", "1000"),
+        ("broker.heartbeat.interval.ms", "200"),
+        ("broker.session.timeout.ms", "1500"),
+        ("replica.lag.time.max.ms", "2000"),
+        ("offsets.topic.replication.factor", "3"),
+        ("offsets.topic.num.partitions", "1"),
+    ]
+}
+
+/// Connects to any broker that answers, trying them in turn.
+pub async fn any_client(up: &[i32]) -> Option<(i32, SimClient)> {
+    for &id in up {
+        if let Ok(c) = SimClient::connect(client_addr(id)).await {
+            return Some((id, c));
+        }
+    }
+    None
+}
+
+pub struct SimCluster {
+    pub brokers: Rc<RefCell<Vec<SimBroker>>>,
+    pub invariants: Rc<RefCell<LeaderInvariants>>,
+}
+
+impl SimCluster {
+    /// Starts the three brokers (data under `dir`) and checks the leaders of `watched`
+    /// partitions after every step from now on.
+    pub fn start(dir: &Path, watched: Vec<(String, i32)>) -> Result<SimCluster, String> {
+        let voters = broker::voters(&IDS);
+        let extra = settings();
+        let brokers: Rc<RefCell<Vec<SimBroker>>> = Rc::new(RefCell::new(
+            IDS.iter()
+                .map(|&id| {
+                    let d = dir.join(format!("broker-{id}"));
+                    let c = broker::config(id, &d, &voters, &extra)?;
+                    Ok(SimBroker::new(id, d, c))
+                })
+                .collect::<Result<_, String>>()?,
+        ));
+        for b in brokers.borrow_mut().iter_mut() {
+            b.start();
+        }
+        let invariants = Rc::new(RefCell::new(LeaderInvariants::default()));
+        {
+            let (brokers, invariants) = (Rc::clone(&brokers), Rc::clone(&invariants));
+            sim::check_every_step(move || {
+                // A step that holds the list (a fault being injected) is checked at the next.
+                let Ok(bs) = brokers.try_borrow() else {
+                    return Ok(());
+                };
+                let mut inv = invariants.borrow_mut();
+                for (topic, partition) in &watched {
+                    inv.check(topic, *partition, bs.iter().map(|b| (b.id, b.shard())))?;
+                }
+                inv.steps += 1;
+                Ok(())
+            });
+        }
+        Ok(SimCluster {
+            brokers,
+            invariants,
+        })
+    }
+
+    /// Waits until a broker answers with all three registered.
+    pub async fn formed(&self) -> Result<(), String> {
+        for _ in 0..300 {
+            runtime::sleep(Duration::from_millis(100)).await;
+            if let Some((_, mut c)) = any_client(&IDS).await {
+                if let Ok(m) = c.metadata("any").await {
+                    if m.brokers.len() == IDS.len() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Err("the cluster did not form in 30 s".into())
+    }
+
+    /// Creates `topic` with one partition, RF 3 and `configs` (already there is fine).
+    pub async fn create_topic(&self, topic: &str, configs: &[(&str, &str)]) -> Result<(), String> {
+        for _ in 0..100 {
+            if let Some((_, mut c)) = any_client(&IDS).await {
+                if let Ok(code) = c.create_topic(topic, 1, 3, configs).await {
+                    // 36: TOPIC_ALREADY_EXISTS (an earlier try's answer was lost).
+                    if code == 0 || code == 36 {
+                        return Ok(());
+                    }
+                }
+            }
+            runtime::sleep(Duration::from_millis(200)).await;
+        }
+        Err(format!("the topic {topic} was not created"))
+    }
+
+    /// One seeded fault, after a pause: a broker crashed and restarted, or the link between
+    /// two brokers cut and healed.
+    pub async fn fault(&self) {
+        runtime::sleep(Duration::from_millis(500 + sim::random_u64() % 1500)).await;
+        let victim = IDS[(sim::random_u64() % 3) as usize];
+        let other = IDS[(sim::random_u64() % 3) as usize];
+        let hold = Duration::from_millis(300 + sim::random_u64() % 3000);
+        if sim::random_u64() % 2 == 0 {
+            self.brokers.borrow_mut()[(victim - 1) as usize].crash();
+            runtime::sleep(hold).await;
+            self.brokers.borrow_mut()[(victim - 1) as usize].start();
+        } else if victim != other {
+            net::partition(node_of(victim), node_of(other));
+            runtime::sleep(hold).await;
+            net::heal(node_of(victim), node_of(other));
+        }
+    }
+
+    /// Every cut link healed.
+    pub fn heal(&self) {
+        net::heal_all();
+    }
+
+    /// Each broker's id and, while it runs, its shard.
+    pub fn shards(&self) -> Vec<(i32, Option<Rc<Shard>>)> {
+        self.brokers
+            .borrow()
+            .iter()
+            .map(|b| (b.id, b.shard()))
+            .collect()
+    }
+
+    /// Waits until every broker runs the partition and holds the highest HW any of them
+    /// shows, at least `at_least`: that HW.
+    pub async fn caught_up(&self, topic: &str, at_least: i64) -> Result<i64, String> {
+        for _ in 0..600 {
+            runtime::sleep(Duration::from_millis(100)).await;
+            let mut ends = Vec::new();
+            for (_, shard) in self.shards() {
+                if let Some(p) = shard.and_then(|s| s.partitions.get(topic, 0)) {
+                    ends.push((p.log.offsets().log_end_offset, p.high_watermark()));
+                }
+            }
+            let max_hw = ends.iter().map(|e| e.1).max().unwrap_or(-1);
+            if ends.len() == IDS.len() && ends.iter().all(|e| e.0 >= max_hw) && max_hw >= at_least {
+                return Ok(max_hw);
+            }
+        }
+        Err(format!(
+            "the replicas of {topic} did not catch up after healing"
+        ))
+    }
+
+    /// Kills every broker (the run is over).
+    pub fn crash_all(&self) {
+        for b in self.brokers.borrow_mut().iter_mut() {
+            b.crash();
+        }
+    }
+
+    /// "(N checked), M leader epochs" for a run's summary.
+    pub fn checked(&self) -> String {
+        let i = self.invariants.borrow();
+        format!("({} steps checked), {} leader epochs", i.steps, i.epochs())
+    }
+}
+
+/// The seeds to run: `SEED_VAR`'s one, else `SEEDS_VAR`'s count (default 100) from
+/// `FROM_VAR` (default 0), so that long runs split a range between processes.
+pub fn seeds() -> Vec<u64> {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(s) = var(SEED_VAR) {
+        return vec![s];
+    }
+    let from = var(FROM_VAR).unwrap_or(0);
+    (from..from.saturating_add(var(SEEDS_VAR).unwrap_or(SEEDS))).collect()
+}
+
+/// Logs to the test's output when `RUST_LOG` is set.
+pub fn log_if_asked() {
+    if std::env::var("RUST_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
+/// Runs `scenario(seed, data dir)` in a simulation of `seed`: its summary, or a panic that
+/// names the seed to replay.
+pub fn run_seed<F, Fut>(seed: u64, scenario: F) -> String
+where
+    F: FnOnce(u64, PathBuf) -> Fut,
+    Fut: Future<Output = Result<String, String>> + 'static,
+{
+    // On tmpfs when there is one: the brokers' fsyncs are real system calls, and the
+    // simulation does not need them to reach a disk.
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("tempdir");
+    let path = dir.path().to_path_buf();
+    // A run takes ~20–120k polls: a livelock (tasks that run on without time moving) fails
+    // at the limit instead of hanging.
+    let config = SimConfig {
+        max_time: Duration::from_secs(1800),
+        max_polls: 5_000_000,
+        ..SimConfig::seeded(seed)
+    };
+    match sim::run(config, scenario(seed, path)) {
+        Ok(Ok(summary)) => summary,
+        Ok(Err(e)) => panic!("seed {seed} failed: {e} (replay: {SEED_VAR}={seed})"),
+        Err(e) => panic!("seed {seed}: {e} (replay: {SEED_VAR}={seed})"),
+    }
+}
