@@ -35,7 +35,8 @@
 #
 # Env: ROUNDS (3), RECORDS (1000000), DIRTY_MB (2048), VARIANTS (buffered nowb prealloc direct),
 #      PORT (29292), RINGBROKER (target/release/ringbroker), WORK (target/writeback/<stamp>),
-#      STATES (clean dirty), STACKS (0), PERF (0), EXTRA_SET (more --set flags for every broker)
+#      STATES (clean dirty), CONSUME (0; 1: then read the topic back, MB/s and CPU per record),
+#      STACKS (0), PERF (0), EXTRA_SET (more --set flags for every broker)
 #
 # Also recorded per measurement: the MiB the guest reported free to the hypervisor during it
 # (virtio-balloon free page reporting, /sys/module/page_reporting/parameters/reported_kib, where
@@ -45,7 +46,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 : "${ROUNDS:=3}" "${RECORDS:=1000000}" "${DIRTY_MB:=2048}" "${PORT:=29292}"
-: "${VARIANTS:=buffered nowb prealloc direct}" "${STATES:=clean dirty}" "${STACKS:=0}" "${PERF:=0}" "${EXTRA_SET:=}"
+: "${VARIANTS:=buffered nowb prealloc direct}" "${STATES:=clean dirty}" "${CONSUME:=0}" "${STACKS:=0}" "${PERF:=0}" "${EXTRA_SET:=}"
 : "${RINGBROKER:=${CARGO_TARGET_DIR:-$repo/target}/release/ringbroker}"
 : "${WORK:=$repo/target/writeback/$(date -u +%Y%m%dT%H%M%SZ)}"
 addr="127.0.0.1:$PORT"
@@ -155,14 +156,27 @@ measure() { # round variant state → one row
     timeout 300 "$rb" bench produce --bootstrap "$addr" --topic "wb" --partitions 4 \
         --records "$RECORDS" --record-size 1024 --acks 1 --compression none --linger-ms 5 \
         --batch-size 1048576 --quiet --broker-metrics none >"$WORK/client-$tag.log" 2>&1 || true
-    local p1; p1=$(process_ticks)
-    snapshot >>"$WORK/samples-$tag.txt"
+    # The sampler stops with the producer (the split is the produce's); the threads are read
+    # last before the process, so the total never lags the sum of its parts.
     kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; sampler=
+    snapshot >>"$WORK/samples-$tag.txt"
+    local p1; p1=$(process_ticks)
     local handed=- submitted=-
     if [[ -n "$perf_pid" ]]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true; perf_pid=
         submitted=$(awk -F, '/submit_req/ {print $1}' "$WORK/perf-$tag.txt")
         handed=$(awk -F, '/queue_async_work/ {print $1}' "$WORK/perf-$tag.txt")
+    fi
+    local crps=- cns=-
+    if [[ "$CONSUME" == 1 ]]; then
+        # What a consumer catching up gets: the whole topic from the start, right after it was
+        # written (buffered: from the page cache; direct: the tail cache, then the disk).
+        timeout 300 "$rb" bench consume --bootstrap "$addr" --topic wb --quiet \
+            --broker-metrics none >"$WORK/consume-$tag.log" 2>&1 || true
+        crps=$(sed -n 's/^consumed: .*, \([0-9]*\) records\/s.*/\1/p' "$WORK/consume-$tag.log")
+        cns=$(awk -v d=$(($(process_ticks) - p1)) -v n="$RECORDS" -v tck="$(getconf CLK_TCK)" \
+            'BEGIN { printf "%.0f", d * 1e9 / tck / n }')
+        crps=$(awk -v r="${crps:-0}" 'BEGIN { printf "%.0f", r * 1024 / 1e6 }')
     fi
     local rps; rps=$(sed -n 's/^produced: .*, \([0-9]*\) records\/s.*/\1/p' "$WORK/client-$tag.log")
     [[ -n "$rps" ]] || { echo "producer failed: $WORK/client-$tag.log" >&2; rps=0; }
@@ -184,18 +198,18 @@ measure() { # round variant state → one row
             printf "%.0f\t%.0f\t%.0f\t%.0f", total * ns, shard * ns, iou * ns, other * ns
         }' "$WORK/start-$tag.txt" "$WORK/samples-$tag.txt")
     local mbs; mbs=$(awk -v r="$rps" 'BEGIN { printf "%.0f", r * 1024 / 1e6 }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$v" "$st" "$load" "$dirty_kb" "$mbs" \
-        "$split" "$submitted" "$handed" "$rps" "$reported" >>"$WORK/rounds.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$v" "$st" "$load" "$dirty_kb" "$mbs" \
+        "$split" "$submitted" "$handed" "$rps" "$reported" "$crps" "$cns" >>"$WORK/rounds.tsv"
     IFS=$'\t' read -r tot sh io ot <<<"$split"
-    echo "| $r | $v | $st | $load | $((dirty_kb / 1024)) | $mbs | $tot | $sh | $io | $ot | $submitted | $handed | $reported |"
+    echo "| $r | $v | $st | $load | $((dirty_kb / 1024)) | $mbs | $tot | $sh | $io | $ot | $submitted | $handed | $reported | $crps | $cns |"
 }
 
-printf 'round\tvariant\tstate\tload1\tdirty_kb_before\tmb_s\tcpu_ns\tshard_ns\tiou_ns\tother_ns\tsubmitted\thanded_off\trecords_s\treported_mib\n' >"$WORK/rounds.tsv"
+printf 'round\tvariant\tstate\tload1\tdirty_kb_before\tmb_s\tcpu_ns\tshard_ns\tiou_ns\tother_ns\tsubmitted\thanded_off\trecords_s\treported_mib\tconsume_mb_s\tconsume_cpu_ns\n' >"$WORK/rounds.tsv"
 echo "machine: $(nproc) CPUs, $(uname -r), data dir on $(df --output=source "$WORK" | tail -1) ($fs)," \
     "vm.dirty_background_ratio=$(cat /proc/sys/vm/dirty_background_ratio) vm.dirty_ratio=$(cat /proc/sys/vm/dirty_ratio)"
 echo
-echo "| round | variant | page cache | load avg | dirty MiB before | MB/s | CPU ns/record | shard | iou-wrk | other | io_uring submits | handed to workers | MiB reported to host |"
-echo "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| round | variant | page cache | load avg | dirty MiB before | MB/s | CPU ns/record | shard | iou-wrk | other | io_uring submits | handed to workers | MiB reported to host | consume MB/s | consume CPU ns/record |"
+echo "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 read -r -a vs <<<"$VARIANTS"
 for r in $(seq "$ROUNDS"); do
     # Rotate the order so no variant always runs first (or right after another's dirty round).
