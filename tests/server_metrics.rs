@@ -299,6 +299,19 @@ fn metrics_endpoint_tracks_a_produce_and_fetch_load() {
         );
         assert!(after.sum("ringbroker_partition_size_bytes", &labels) > 0.0);
     }
+    // The process's CPU by thread kind: every kind is reported, and no counter goes back.
+    for kind in ["shard", "io_worker", "other"] {
+        let labels = [("thread", kind)];
+        assert!(
+            after.has("ringbroker_process_cpu_seconds_total", &labels),
+            "{kind}"
+        );
+        assert!(
+            after.sum("ringbroker_process_cpu_seconds_total", &labels)
+                >= before.sum("ringbroker_process_cpu_seconds_total", &labels),
+            "{kind}"
+        );
+    }
     let group = [("group", "lagging"), ("topic", TOPIC), ("partition", "0")];
     assert_eq!(
         after.sum("ringbroker_consumer_group_committed_offset", &group),

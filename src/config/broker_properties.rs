@@ -652,6 +652,17 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         get: |c| c.tail_cache_bytes.to_string(),
     },
     BrokerProperty {
+        name: "ringbroker.log.write.behind.bytes",
+        aliases: &[],
+        kind: long(NON_NEGATIVE),
+        default: Fixed("8388608"),
+        doc: "Buffered segments: ask the kernel to start writing back every this many bytes written (sync_file_range, no wait; durability unchanged); 0 never asks.",
+        scope: ReadOnly,
+        runtime: false,
+        set: |c, v| Ok(c.log_defaults.write_behind_bytes = narrow(v.int())?),
+        get: |c| c.log_defaults.write_behind_bytes.to_string(),
+    },
+    BrokerProperty {
         name: "ringbroker.metrics.listen",
         aliases: &[],
         kind: BrokerKind::Text,

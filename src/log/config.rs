@@ -91,6 +91,12 @@ pub struct LogConfig {
     pub message_downconversion_enable: bool,
     /// `ringbroker.log.io` (broker-wide, not a topic config): how segment files are written.
     pub io: FileIo,
+    /// `ringbroker.log.write.behind.bytes` (broker-wide): once a buffered segment has this
+    /// many bytes written since its last write-back request, the committer asks the kernel to
+    /// start writing them (`sync_file_range`, no wait); 0 never asks (the kernel's own
+    /// write-back and fdatasync only). Durability is unchanged either way: only fdatasync
+    /// makes data durable.
+    pub write_behind_bytes: u64,
 }
 
 impl Default for LogConfig {
@@ -121,6 +127,7 @@ impl Default for LogConfig {
             unclean_leader_election_enable: false,
             message_downconversion_enable: true,
             io: FileIo::Buffered,
+            write_behind_bytes: 8 << 20,
         }
     }
 }

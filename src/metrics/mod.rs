@@ -6,9 +6,11 @@
 //! - [`registry`]: the per-shard (thread-local) registry and the recording functions
 //! - [`latency`]: an HDR histogram of microseconds with its exact sum
 //! - [`snapshot`]: what a shard reports when asked
+//! - [`process_cpu`]: the process's CPU time by thread kind (shard, io_uring worker, other)
 //! - [`prometheus_text`], [`stages_json`]: the two renderings; [`text`]: the text format's writer
 
 pub mod latency;
+pub mod process_cpu;
 pub mod prometheus_text;
 pub mod registry;
 mod replication_text;

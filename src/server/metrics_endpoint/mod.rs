@@ -5,7 +5,7 @@
 mod cluster_text;
 mod http;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 use crate::config::BrokerConfig;
+use crate::metrics::process_cpu::{self, CpuByKind};
 use crate::metrics::{prometheus_text, stages_json};
 use crate::runtime::{self, TcpListener, TcpStream};
 use crate::shard::Shard;
@@ -25,6 +26,10 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Scrapes served at once; more are answered 503 (each one asks every shard).
 const MAX_CONCURRENT: usize = 8;
+/// How often the process's threads are sampled for `ringbroker_process_cpu_seconds_total`:
+/// io_uring's workers come and go, and a sample per second sees almost all of a worker's time
+/// before it ends (see `metrics::process_cpu`). About 10 small procfs reads a second.
+const CPU_SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 /// How long a restarted broker waits for a port its killed predecessor still holds.
 const PORT_RELEASE_WAIT: Duration = Duration::from_secs(2);
 
@@ -96,6 +101,8 @@ pub fn bind(shard_id: usize, reserved: Option<&Reserved>) -> Option<TcpListener>
 
 /// Serves scrapes until shutdown.
 pub fn spawn(listener: TcpListener, shard: Rc<Shard>, shutdown: Rc<ShutdownSignal>) {
+    let cpu = Rc::new(RefCell::new(CpuByKind::default()));
+    spawn_cpu_sampler(Rc::clone(&cpu), Rc::clone(&shutdown));
     runtime::spawn_detached(async move {
         let active = Rc::new(Cell::new(0usize));
         while let Some(stream) =
@@ -104,6 +111,7 @@ pub fn spawn(listener: TcpListener, shard: Rc<Shard>, shutdown: Rc<ShutdownSigna
             let shard = Rc::clone(&shard);
             let active = Rc::clone(&active);
             let shutdown = Rc::clone(&shutdown);
+            let cpu = Rc::clone(&cpu);
             runtime::spawn_detached(async move {
                 if active.get() >= MAX_CONCURRENT {
                     let busy = http::error_response(
@@ -116,14 +124,39 @@ pub fn spawn(listener: TcpListener, shard: Rc<Shard>, shutdown: Rc<ShutdownSigna
                 active.set(active.get() + 1);
                 // A stopping broker closes scrapes in progress: one waiting on a shard that
                 // already stopped would never be answered.
-                futures_lite::future::or(serve_one(&shard, stream), shutdown.wait()).await;
+                futures_lite::future::or(serve_one(&shard, &cpu, stream), shutdown.wait()).await;
                 active.set(active.get() - 1);
             });
         }
     });
 }
 
-async fn serve_one(shard: &Rc<Shard>, mut stream: TcpStream) {
+/// Samples the process's threads every [`CPU_SAMPLE_INTERVAL`] until shutdown. procfs reads
+/// do not touch a disk, so they run on the reactor.
+fn spawn_cpu_sampler(cpu: Rc<RefCell<CpuByKind>>, shutdown: Rc<ShutdownSignal>) {
+    runtime::spawn_detached(async move {
+        let sampling = async {
+            loop {
+                sample_cpu(&cpu);
+                runtime::sleep(CPU_SAMPLE_INTERVAL).await;
+            }
+        };
+        futures_lite::future::or(sampling, shutdown.wait()).await;
+    });
+}
+
+/// The latest totals by kind; `None` if procfs could not be read (not Linux's, or hidden).
+fn sample_cpu(cpu: &RefCell<CpuByKind>) -> Option<[u64; 3]> {
+    match cpu.borrow_mut().sample_self() {
+        Ok(ticks) => Some(ticks),
+        Err(error) => {
+            tracing::debug!(%error, "cannot read /proc/self/task for the CPU metrics");
+            None
+        }
+    }
+}
+
+async fn serve_one(shard: &Rc<Shard>, cpu: &RefCell<CpuByKind>, mut stream: TcpStream) {
     let read = async { Some(read_head(&mut stream).await) };
     let timeout = async {
         runtime::sleep(READ_TIMEOUT).await;
@@ -136,6 +169,9 @@ async fn serve_one(shard: &Rc<Shard>, mut stream: TcpStream) {
         Some(Ok(Some(head))) => match head.path.as_str() {
             METRICS_PATH => {
                 let mut body = prometheus_text::render(&shard.collect_metrics().await);
+                if let Some(ticks) = sample_cpu(cpu) {
+                    body.push_str(&process_cpu::render(ticks, process_cpu::ticks_per_second()));
+                }
                 if shard.config.is_cluster_mode() {
                     body.push_str(&cluster_text::render_cluster(&shard.image()));
                 }

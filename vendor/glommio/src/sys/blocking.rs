@@ -161,7 +161,11 @@ impl BlockingThread {
         tx: Arc<Sender<BlockingThreadResp>>,
         bindings: Option<impl IntoIterator<Item = usize> + Send + 'static>,
     ) -> Self {
-        Self(std::thread::spawn(move || {
+        // ringbroker patch: the pool's threads have a name of their own. Unnamed, they
+        // inherited the executor thread's name and could not be told apart from it in
+        // /proc/<pid>/task (the broker's CPU split by thread kind reads the names).
+        let builder = std::thread::Builder::new().name("blocking-pool".to_string());
+        Self(builder.spawn(move || {
             if let Some(bindings) = bindings {
                 bind_to_cpu_set(bindings).expect("failed to bind blocking thread");
             }
@@ -175,7 +179,7 @@ impl BlockingThread {
                 }
                 reactor_sleep_notifier.notify(el.latency_sensitive);
             }
-        }))
+        }).expect("failed to spawn a blocking thread")) // as std::thread::spawn would panic
     }
 }
 
