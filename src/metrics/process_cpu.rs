@@ -12,7 +12,7 @@
 //! holds its work. Whatever is still unaccounted (a thread that lived and ended between two
 //! samples) is in `other`, so the three kinds add up to the process's CPU time.
 
-use std::collections::HashMap;
+use crate::util::hash::HashMap;
 use std::io;
 use std::path::Path;
 
@@ -138,7 +138,7 @@ impl CpuByKind {
     /// Takes a sample (the live threads, then the process total read after them) and returns
     /// the ticks by kind, indexed like [`ThreadKind::ALL`].
     pub fn update(&mut self, tasks: &[TaskCpu], process_ticks: u64) -> [u64; 3] {
-        let mut live = HashMap::with_capacity(tasks.len());
+        let mut live = HashMap::with_capacity_and_hasher(tasks.len(), Default::default());
         for t in tasks {
             // A thread's time only grows; a reused tid with less is a new thread.
             live.insert(t.tid, (t.kind, t.ticks));
