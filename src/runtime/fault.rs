@@ -418,6 +418,11 @@ impl FaultScope {
                 }
             }
         }
+        // In path order, so that a seed's choices fall on the same changes in every run (a
+        // table's order follows the paths' hashes, and a test's temporary directory has a new
+        // name each run).
+        let mut files: Vec<_> = files.into_iter().collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
         for (path, file) in &files {
             let mut content = file.durable.clone();
             for change in &file.pending {

@@ -549,11 +549,10 @@ pub(crate) fn advertised_self(config: &BrokerConfig) -> LiveBroker {
 /// reconnects elsewhere with an old id is answered FETCH_SESSION_ID_NOT_FOUND, not someone
 /// else's session.
 fn first_session_id(shard: usize) -> i32 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let spread = (nanos as usize).wrapping_add(shard.wrapping_mul(0x9E37_79B9)) & 0x3FFF_FFFF;
+    // From util::entropy, not the clock's nanoseconds: random in `serve`, the seed's in a
+    // simulation (session ids key tables and went into replays).
+    let random = crate::util::entropy::random_u64() as usize;
+    let spread = random.wrapping_add(shard.wrapping_mul(0x9E37_79B9)) & 0x3FFF_FFFF;
     spread.max(1) as i32
 }
 

@@ -270,6 +270,9 @@ impl Drop for Installed {
         drop(timers);
         let nodes = std::mem::take(&mut *self.0.nodes.borrow_mut());
         drop(nodes);
+        // The check may hold the run's state (its brokers): it goes with the run.
+        let check = self.0.step_check.borrow_mut().take();
+        drop(check);
         CURRENT.with(|c| c.borrow_mut().take());
     }
 }
