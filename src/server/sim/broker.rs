@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::super::{accept, cluster_mode, connection, housekeeping_loop};
 use crate::config::BrokerConfig;
 use crate::metadata::MetadataImage;
+use crate::runtime::fault::{FaultScope, PowerLoss, PowerLossReport};
 use crate::runtime::sim::{self, net::host_ip, NodeId};
 use crate::runtime::{self, ShardContext, Task, TcpListener};
 use crate::shard::Shard;
@@ -74,6 +75,8 @@ pub struct SimBroker {
     running: Option<Running>,
     /// How many times it was started.
     pub starts: u32,
+    /// Tracks what of the data directory is durable, for power losses.
+    disk: FaultScope,
 }
 
 struct Running {
@@ -84,12 +87,14 @@ struct Running {
 
 impl SimBroker {
     pub fn new(id: i32, data_dir: PathBuf, config: BrokerConfig) -> SimBroker {
+        let disk = FaultScope::install(&data_dir);
         SimBroker {
             id,
             data_dir,
             config,
             running: None,
             starts: 0,
+            disk,
         }
     }
 
@@ -133,6 +138,16 @@ impl SimBroker {
             sim::crash(node_of(self.id));
             drop(r.task);
         }
+    }
+
+    /// The host loses power: the process is killed and its data directory keeps only what
+    /// was made durable (fsynced files, synced directory entries), or with `KeepSome` a
+    /// seeded share of the rest too (write-back in any order).
+    pub fn power_loss(&mut self, mode: PowerLoss) -> Result<PowerLossReport, String> {
+        self.crash();
+        self.disk
+            .power_loss(mode)
+            .map_err(|e| format!("broker {}: power loss: {e}", self.id))
     }
 
     /// Stops the broker as SIGTERM does; returns what its run returned.

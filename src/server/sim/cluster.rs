@@ -13,6 +13,7 @@ use std::time::Duration;
 use super::broker::{self, client_addr, node_of, SimBroker};
 use super::client::SimClient;
 use super::invariants::LeaderInvariants;
+use crate::runtime::fault::PowerLoss;
 use crate::runtime::sim::{self, net, SimConfig};
 use crate::runtime::{self};
 use crate::shard::Shard;
@@ -45,6 +46,15 @@ pub async fn any_client(up: &[i32]) -> Option<(i32, SimClient)> {
         }
     }
     None
+}
+
+/// The fault [`SimCluster::fault`] injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    Crash,
+    Cut,
+    PowerLoss,
 }
 
 pub struct SimCluster {
@@ -123,22 +133,42 @@ impl SimCluster {
         Err(format!("the topic {topic} was not created"))
     }
 
-    /// One seeded fault, after a pause: a broker crashed and restarted, or the link between
-    /// two brokers cut and healed.
-    pub async fn fault(&self) {
+    /// One seeded fault, after a pause: a broker crashed and restarted, the link between two
+    /// brokers cut and healed, or (with `power`) a broker's host losing power and restarting.
+    pub async fn fault(&self, power: bool) -> Result<Fault, String> {
         runtime::sleep(Duration::from_millis(500 + sim::random_u64() % 1500)).await;
         let victim = IDS[(sim::random_u64() % 3) as usize];
         let other = IDS[(sim::random_u64() % 3) as usize];
         let hold = Duration::from_millis(300 + sim::random_u64() % 3000);
-        if sim::random_u64() % 2 == 0 {
-            self.brokers.borrow_mut()[(victim - 1) as usize].crash();
-            runtime::sleep(hold).await;
-            self.brokers.borrow_mut()[(victim - 1) as usize].start();
-        } else if victim != other {
-            net::partition(node_of(victim), node_of(other));
-            runtime::sleep(hold).await;
-            net::heal(node_of(victim), node_of(other));
+        let kind = sim::random_u64() % if power { 3 } else { 2 };
+        let at = (victim - 1) as usize;
+        let fault = match kind {
+            0 => {
+                self.brokers.borrow_mut()[at].crash();
+                Fault::Crash
+            }
+            1 if victim != other => {
+                net::partition(node_of(victim), node_of(other));
+                Fault::Cut
+            }
+            1 => return Ok(Fault::None),
+            _ => {
+                let mode = match sim::random_u64() % 2 {
+                    0 => PowerLoss::DropUnsynced,
+                    _ => PowerLoss::KeepSome {
+                        seed: sim::random_u64(),
+                    },
+                };
+                self.brokers.borrow_mut()[at].power_loss(mode)?;
+                Fault::PowerLoss
+            }
+        };
+        runtime::sleep(hold).await;
+        match fault {
+            Fault::Cut => net::heal(node_of(victim), node_of(other)),
+            _ => self.brokers.borrow_mut()[at].start(),
         }
+        Ok(fault)
     }
 
     /// Every cut link healed.

@@ -102,7 +102,7 @@ async fn group_run(seed: u64, dir: std::path::PathBuf) -> Result<String, String>
     let faults = Rc::new(RefCell::new(0u32));
     let started = Instant::now();
     while acked.get() < COMMITS && started.elapsed() < Duration::from_secs(600) {
-        cluster.fault().await;
+        cluster.fault(true).await?;
         *faults.borrow_mut() += 1;
     }
     committer.await;
