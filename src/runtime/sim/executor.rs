@@ -83,6 +83,8 @@ pub(super) struct State {
     node: Cell<Option<NodeId>>,
     nodes: RefCell<HashMap<NodeId, NodeTasks>>,
     step_check: RefCell<Option<StepCheck>>,
+    /// Paused nodes (SIGSTOP), with the wakers of their tasks woken meanwhile.
+    paused: RefCell<HashMap<NodeId, Vec<Waker>>>,
 }
 
 impl State {
@@ -148,6 +150,13 @@ impl<F: Future> Future for OnNode<F> {
             return Poll::Pending;
         }
         let st = state();
+        if let Some(node) = self.node {
+            // A paused node's tasks wait, woken or not, until it resumes.
+            if let Some(woken) = st.paused.borrow_mut().get_mut(&node) {
+                woken.push(cx.waker().clone());
+                return Poll::Pending;
+            }
+        }
         if let Some(node) = self.node {
             if let Some(t) = st
                 .nodes
@@ -243,6 +252,24 @@ pub(super) fn crash(node: NodeId) {
     }
 }
 
+/// Stops running `node`'s tasks (SIGSTOP): its timers and sockets go on filling, nothing of
+/// it runs until [`resume`].
+pub(super) fn pause(node: NodeId) {
+    state().paused.borrow_mut().entry(node).or_default();
+}
+
+/// Runs `node`'s tasks again (SIGCONT): those woken while it was paused run.
+pub(super) fn resume(node: NodeId) {
+    let woken = state()
+        .paused
+        .borrow_mut()
+        .remove(&node)
+        .unwrap_or_default();
+    for w in woken {
+        w.wake();
+    }
+}
+
 /// Yields once: the task goes to the back of the run queue.
 pub(crate) async fn yield_now() {
     let mut yielded = false;
@@ -273,6 +300,8 @@ impl Drop for Installed {
         // The check may hold the run's state (its brokers): it goes with the run.
         let check = self.0.step_check.borrow_mut().take();
         drop(check);
+        let paused = std::mem::take(&mut *self.0.paused.borrow_mut());
+        drop(paused);
         CURRENT.with(|c| c.borrow_mut().take());
     }
 }
@@ -293,6 +322,7 @@ pub(super) fn run<T: 'static>(
         node: Cell::new(None),
         nodes: RefCell::new(HashMap::default()),
         step_check: RefCell::new(None),
+        paused: RefCell::new(HashMap::default()),
     });
     CURRENT.with(|c| *c.borrow_mut() = Some(Rc::clone(&st)));
     let _installed = Installed(Rc::clone(&st));

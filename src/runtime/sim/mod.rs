@@ -59,6 +59,17 @@ pub fn crash(node: NodeId) {
     net::crash_host(node);
 }
 
+/// Pauses `node`'s process, as SIGSTOP does: none of its tasks runs until [`resume`] (time
+/// goes on; what peers send it waits in its sockets).
+pub fn pause(node: NodeId) {
+    executor::pause(node);
+}
+
+/// Resumes a paused node (SIGCONT).
+pub fn resume(node: NodeId) {
+    executor::resume(node);
+}
+
 /// Spawns a task on `node` (a host's first task: its process starting).
 pub fn spawn_on<T: 'static>(
     node: NodeId,

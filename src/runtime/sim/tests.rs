@@ -228,3 +228,28 @@ fn a_step_check_stops_the_run_at_the_step_that_broke_it() {
         other => panic!("expected the check to stop the run, got {other:?}"),
     }
 }
+
+#[test]
+fn a_paused_node_runs_nothing_until_it_resumes() {
+    let ticks = run(SimConfig::seeded(4), async {
+        let ticks = Rc::new(RefCell::new(Vec::new()));
+        let seen = Rc::clone(&ticks);
+        let node = NodeId(7);
+        let _task = spawn_on(node, async move {
+            for _ in 0..10 {
+                seen.borrow_mut().push(elapsed().as_millis());
+                runtime::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        runtime::sleep(Duration::from_millis(250)).await;
+        pause(node);
+        runtime::sleep(Duration::from_millis(1000)).await;
+        resume(node);
+        runtime::sleep(Duration::from_millis(250)).await;
+        let out = ticks.borrow().clone();
+        out
+    })
+    .expect("the run ends");
+    // 0, 100, 200; the 300 ms timer fired while paused and runs at the resume (1250); then on.
+    assert_eq!(ticks, vec![0, 100, 200, 1250, 1350, 1450]);
+}

@@ -150,6 +150,16 @@ impl SimBroker {
             .map_err(|e| format!("broker {}: power loss: {e}", self.id))
     }
 
+    /// SIGSTOP: the process keeps its memory and connections, and runs nothing.
+    pub fn pause(&self) {
+        sim::pause(node_of(self.id));
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self) {
+        sim::resume(node_of(self.id));
+    }
+
     /// Stops the broker as SIGTERM does; returns what its run returned.
     pub async fn stop(&mut self) -> Result<(), String> {
         let Some(r) = self.running.take() else {

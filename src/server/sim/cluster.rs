@@ -54,12 +54,16 @@ pub enum Fault {
     None,
     Crash,
     Cut,
+    Pause,
+    ControllerCrash,
     PowerLoss,
 }
 
 pub struct SimCluster {
     pub brokers: Rc<RefCell<Vec<SimBroker>>>,
     pub invariants: Rc<RefCell<LeaderInvariants>>,
+    /// Faults injected so far, by kind.
+    faults: RefCell<std::collections::BTreeMap<String, u32>>,
 }
 
 impl SimCluster {
@@ -99,6 +103,7 @@ impl SimCluster {
         Ok(SimCluster {
             brokers,
             invariants,
+            faults: RefCell::default(),
         })
     }
 
@@ -134,25 +139,35 @@ impl SimCluster {
     }
 
     /// One seeded fault, after a pause: a broker crashed and restarted, the link between two
-    /// brokers cut and healed, or (with `power`) a broker's host losing power and restarting.
+    /// brokers cut and healed, a broker paused (SIGSTOP, held long enough to be fenced, then
+    /// resumed as it was), the active controller crashed and restarted, or (with `power`) a
+    /// broker's host losing power and restarting.
     pub async fn fault(&self, power: bool) -> Result<Fault, String> {
         runtime::sleep(Duration::from_millis(500 + sim::random_u64() % 1500)).await;
-        let victim = IDS[(sim::random_u64() % 3) as usize];
+        let mut victim = IDS[(sim::random_u64() % 3) as usize];
         let other = IDS[(sim::random_u64() % 3) as usize];
         let hold = Duration::from_millis(300 + sim::random_u64() % 3000);
-        let kind = sim::random_u64() % if power { 3 } else { 2 };
+        let kinds = [
+            Fault::Crash,
+            Fault::Cut,
+            Fault::Pause,
+            Fault::ControllerCrash,
+            Fault::PowerLoss,
+        ];
+        let n = if power { kinds.len() } else { kinds.len() - 1 };
+        let fault = kinds[(sim::random_u64() % n as u64) as usize];
+        if fault == Fault::ControllerCrash {
+            match self.active_controller() {
+                Some(c) => victim = c,
+                None => return Ok(Fault::None),
+            }
+        }
         let at = (victim - 1) as usize;
-        let fault = match kind {
-            0 => {
-                self.brokers.borrow_mut()[at].crash();
-                Fault::Crash
-            }
-            1 if victim != other => {
-                net::partition(node_of(victim), node_of(other));
-                Fault::Cut
-            }
-            1 => return Ok(Fault::None),
-            _ => {
+        match fault {
+            Fault::Crash | Fault::ControllerCrash => self.brokers.borrow_mut()[at].crash(),
+            Fault::Cut if victim != other => net::partition(node_of(victim), node_of(other)),
+            Fault::Pause => self.brokers.borrow()[at].pause(),
+            Fault::PowerLoss => {
                 let mode = match sim::random_u64() % 2 {
                     0 => PowerLoss::DropUnsynced,
                     _ => PowerLoss::KeepSome {
@@ -160,15 +175,30 @@ impl SimCluster {
                     },
                 };
                 self.brokers.borrow_mut()[at].power_loss(mode)?;
-                Fault::PowerLoss
             }
-        };
+            Fault::Cut | Fault::None => return Ok(Fault::None),
+        }
         runtime::sleep(hold).await;
         match fault {
             Fault::Cut => net::heal(node_of(victim), node_of(other)),
+            Fault::Pause => self.brokers.borrow()[at].resume(),
             _ => self.brokers.borrow_mut()[at].start(),
         }
+        *self
+            .faults
+            .borrow_mut()
+            .entry(format!("{fault:?}"))
+            .or_default() += 1;
         Ok(fault)
+    }
+
+    /// The active controller as a running broker's metadata names it.
+    fn active_controller(&self) -> Option<i32> {
+        self.shards()
+            .into_iter()
+            .filter_map(|(_, shard)| shard?.image().controller)
+            .map(|c| c.0)
+            .next()
     }
 
     /// Every cut link healed.
@@ -213,10 +243,15 @@ impl SimCluster {
         }
     }
 
-    /// "(N checked), M leader epochs" for a run's summary.
+    /// "(N steps checked), M leader epochs, faults {kind: count}" for a run's summary.
     pub fn checked(&self) -> String {
         let i = self.invariants.borrow();
-        format!("({} steps checked), {} leader epochs", i.steps, i.epochs())
+        format!(
+            "({} steps checked), {} leader epochs, faults {:?}",
+            i.steps,
+            i.epochs(),
+            self.faults.borrow()
+        )
     }
 }
 
