@@ -452,6 +452,18 @@ pub const BROKER_PROPERTIES: &[BrokerProperty] = &[
         get: |c| c.message_max_bytes.to_string(),
     },
     BrokerProperty {
+        name: "min.insync.replicas",
+        aliases: &[],
+        kind: int(POSITIVE),
+        default: Fixed("1"),
+        doc: "Topics' default min.insync.replicas (and __consumer_offsets'): acks=all writes \
+              and group commits need this many in-sync replicas.",
+        scope: ClusterWide,
+        runtime: true,
+        set: |c, v| Ok(c.log_defaults.min_insync_replicas = narrow(v.int())?),
+        get: |c| c.log_defaults.min_insync_replicas.to_string(),
+    },
+    BrokerProperty {
         name: "node.id",
         aliases: &[Alias {
             name: "broker.id",
