@@ -75,8 +75,8 @@ pub struct SimBroker {
     running: Option<Running>,
     /// How many times it was started.
     pub starts: u32,
-    /// Tracks what of the data directory is durable, for power losses.
-    disk: FaultScope,
+    /// Tracks what of the data directory is durable, for power losses (None: untracked).
+    disk: Option<FaultScope>,
 }
 
 struct Running {
@@ -86,8 +86,11 @@ struct Running {
 }
 
 impl SimBroker {
-    pub fn new(id: i32, data_dir: PathBuf, config: BrokerConfig) -> SimBroker {
-        let disk = FaultScope::install(&data_dir);
+    /// A broker of `config` on `data_dir`; `power`: its disk tracked, so that it can lose
+    /// power. Untracked by default: with the tracking on, runs of one seed are not exact
+    /// replays (about one in four differs by a task poll; the cause is not found yet).
+    pub fn new(id: i32, data_dir: PathBuf, config: BrokerConfig, power: bool) -> SimBroker {
+        let disk = power.then(|| FaultScope::install(&data_dir));
         SimBroker {
             id,
             data_dir,
@@ -145,8 +148,11 @@ impl SimBroker {
     /// seeded share of the rest too (write-back in any order).
     pub fn power_loss(&mut self, mode: PowerLoss) -> Result<PowerLossReport, String> {
         self.crash();
-        self.disk
-            .power_loss(mode)
+        let disk = self
+            .disk
+            .as_ref()
+            .ok_or(format!("broker {}: its disk is not tracked", self.id))?;
+        disk.power_loss(mode)
             .map_err(|e| format!("broker {}: power loss: {e}", self.id))
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::broker::client_addr;
 use super::client::SimClient;
-use super::cluster::{any_client, log_if_asked, run_seed, seeds, SimCluster, IDS};
+use super::cluster::{any_client, log_if_asked, power_losses, run_seed, seeds, SimCluster, IDS};
 use crate::runtime::sim;
 use crate::runtime::{self, Instant};
 
@@ -102,7 +102,7 @@ async fn group_run(seed: u64, dir: std::path::PathBuf) -> Result<String, String>
     let faults = Rc::new(RefCell::new(0u32));
     let started = Instant::now();
     while acked.get() < COMMITS && started.elapsed() < Duration::from_secs(600) {
-        cluster.fault(true).await?;
+        cluster.fault(power_losses()).await?;
         *faults.borrow_mut() += 1;
     }
     committer.await;
