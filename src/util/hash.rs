@@ -17,7 +17,7 @@ pub type HashMap<K, V> = std::collections::HashMap<K, V, Keys>;
 pub type HashSet<T> = std::collections::HashSet<T, Keys>;
 
 /// A table's hash keys (aHash, seeded).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Keys(ahash::RandomState);
 
 impl Default for Keys {
@@ -28,12 +28,6 @@ impl Default for Keys {
             random_u64(),
             random_u64(),
         ))
-    }
-}
-
-impl std::fmt::Debug for Keys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Keys")
     }
 }
 

@@ -156,8 +156,6 @@ impl<F: Future> Future for OnNode<F> {
                 woken.push(cx.waker().clone());
                 return Poll::Pending;
             }
-        }
-        if let Some(node) = self.node {
             if let Some(t) = st
                 .nodes
                 .borrow_mut()

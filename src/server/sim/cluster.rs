@@ -15,7 +15,7 @@ use super::client::SimClient;
 use super::invariants::LeaderInvariants;
 use crate::runtime::fault::PowerLoss;
 use crate::runtime::sim::{self, net, SimConfig};
-use crate::runtime::{self};
+use crate::runtime::{self, Instant};
 use crate::shard::Shard;
 
 pub const IDS: [i32; 3] = [1, 2, 3];
@@ -33,6 +33,8 @@ pub const POWER_VAR: &str = "RINGBROKER_BROKER_SIM_POWER";
 pub fn power_losses() -> bool {
     std::env::var_os(POWER_VAR).is_some()
 }
+/// How long (virtual time) a scenario's writers and faults go on at most.
+pub const FAULT_PHASE: Duration = Duration::from_secs(600);
 /// Seeds per scenario in `cargo test` (~0.2-0.5 s each in debug).
 const SEEDS: u64 = 100;
 
@@ -226,6 +228,15 @@ impl SimCluster {
         Ok(fault)
     }
 
+    /// Faults, one after another, while `going` says so and for at most [`FAULT_PHASE`].
+    pub async fn faults_while(&self, going: impl Fn() -> bool, power: bool) -> Result<(), String> {
+        let started = Instant::now();
+        while going() && started.elapsed() < FAULT_PHASE {
+            self.fault(power).await?;
+        }
+        Ok(())
+    }
+
     /// Whether every running broker's metadata has every broker in the ISR of every watched
     /// partition.
     fn isrs_whole(&self) -> bool {
@@ -292,14 +303,16 @@ impl SimCluster {
         }
     }
 
-    /// "(N steps checked), M leader epochs, faults {kind: count}" for a run's summary.
+    /// "(N steps checked), M leader epochs, F faults {kind: count}" for a run's summary.
     pub fn checked(&self) -> String {
         let i = self.invariants.borrow();
+        let faults = self.faults.borrow();
         format!(
-            "({} steps checked), {} leader epochs, faults {:?}",
+            "({} steps checked), {} leader epochs, {} faults {:?}",
             i.steps,
             i.epochs(),
-            self.faults.borrow()
+            faults.values().sum::<u32>(),
+            faults
         )
     }
 }
@@ -325,6 +338,18 @@ pub fn log_if_asked() {
     }
 }
 
+/// Runs `scenario` for every seed of [`seeds`], printing each summary (logs if asked).
+pub fn run_seeds<F, Fut>(scenario: F)
+where
+    F: Fn(u64, PathBuf) -> Fut,
+    Fut: Future<Output = Result<String, String>> + 'static,
+{
+    log_if_asked();
+    for seed in seeds() {
+        eprintln!("{}", run_seed(seed, &scenario));
+    }
+}
+
 /// Runs `scenario(seed, data dir)` in a simulation of `seed`: its summary, or a panic that
 /// names the seed to replay.
 pub fn run_seed<F, Fut>(seed: u64, scenario: F) -> String
@@ -341,8 +366,16 @@ where
     F: FnOnce(u64, PathBuf) -> Fut,
     Fut: Future<Output = Result<String, String>> + 'static,
 {
-    let dir = RunDir::new(seed);
-    let path = dir.0.clone();
+    // On tmpfs when there is one: the brokers' fsyncs are real system calls, and the
+    // simulation does not need them to reach a disk.
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("tempdir");
+    let path = dir.path().to_path_buf();
     // A run takes ~20–120k polls: a livelock (tasks that run on without time moving) fails
     // at the limit instead of hanging.
     let config = SimConfig {
@@ -356,39 +389,5 @@ where
             "seed {seed} failed: {e} (replay: {SEED_VAR}={seed})"
         )),
         Err(e) => Err(format!("seed {seed}: {e} (replay: {SEED_VAR}={seed})")),
-    }
-}
-
-/// A run's data directory, on tmpfs when there is one (the brokers' fsyncs are real system
-/// calls, and the simulation does not need them to reach a disk), removed when dropped. Its
-/// name is the test's and the seed's, the same in every run: paths key the fault layer's
-/// tables, so a random name made a seed's runs differ.
-struct RunDir(PathBuf);
-
-impl RunDir {
-    fn new(seed: u64) -> RunDir {
-        let shm = Path::new("/dev/shm");
-        let base = if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        let test: String = std::thread::current()
-            .name()
-            .unwrap_or("main")
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let dir = base.join(format!("ringbroker-sim-{test}-{seed}"));
-        // What a killed earlier run of this test left.
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the run's directory");
-        RunDir(dir)
-    }
-}
-
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -4,15 +4,15 @@
 //! reader keeps fetching the group's offset. A commit once acknowledged must never be read
 //! back lower, from any coordinator, and after healing the last one must be what is read.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::broker::client_addr;
 use super::client::SimClient;
-use super::cluster::{any_client, log_if_asked, power_losses, run_seed, seeds, SimCluster, IDS};
+use super::cluster::{any_client, power_losses, run_seeds, SimCluster, IDS};
+use crate::runtime;
 use crate::runtime::sim;
-use crate::runtime::{self, Instant};
 
 const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const TOPIC: &str = "sim";
@@ -99,12 +99,9 @@ async fn group_run(seed: u64, dir: std::path::PathBuf) -> Result<String, String>
     let done = Rc::new(Cell::new(false));
     let committer = runtime::spawn(commit_all(Rc::clone(&acked)));
     let reader = runtime::spawn(read_until(Rc::clone(&done), Rc::clone(&acked)));
-    let faults = Rc::new(RefCell::new(0u32));
-    let started = Instant::now();
-    while acked.get() < COMMITS && started.elapsed() < Duration::from_secs(600) {
-        cluster.fault(power_losses()).await?;
-        *faults.borrow_mut() += 1;
-    }
+    cluster
+        .faults_while(|| acked.get() < COMMITS, power_losses())
+        .await?;
     committer.await;
     cluster.heal();
     if acked.get() < COMMITS {
@@ -136,8 +133,7 @@ async fn group_run(seed: u64, dir: std::path::PathBuf) -> Result<String, String>
     }
     cluster.crash_all();
     Ok(format!(
-        "seed {seed}: {} faults, {COMMITS} commits acknowledged, {reads} reads, {:?} of virtual time, {} polls {}",
-        faults.borrow(),
+        "seed {seed}: {COMMITS} commits acknowledged, {reads} reads, {:?} of virtual time, {} polls {}",
         sim::elapsed(),
         sim::polls(),
         cluster.checked()
@@ -146,8 +142,5 @@ async fn group_run(seed: u64, dir: std::path::PathBuf) -> Result<String, String>
 
 #[test]
 fn committed_offsets_survive_coordinator_failover_of_the_real_broker() {
-    log_if_asked();
-    for seed in seeds() {
-        eprintln!("{}", run_seed(seed, group_run));
-    }
+    run_seeds(group_run);
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use super::broker::client_addr;
 use super::client::SimClient;
 use super::cluster::{
-    any_client, log_if_asked, power_losses, run_seed, run_seed_outcome, seeds, SimCluster, IDS,
+    any_client, log_if_asked, power_losses, run_seed, run_seed_outcome, run_seeds, SimCluster,
+    FAULT_PHASE, IDS,
 };
 use crate::protocol::batch_builder::{decode_records, BatchBuilder};
 use crate::protocol::record_batch::BatchHeader;
@@ -95,14 +96,14 @@ async fn produce(k: u64, acked: Rc<RefCell<Vec<(u64, i64)>>>, acks: i16) {
     // acks=1 write) must not hold the run until its time limit.
     let started = Instant::now();
     for i in 0..RECORDS {
-        if started.elapsed() > Duration::from_secs(600) {
+        if started.elapsed() > FAULT_PHASE {
             return;
         }
         let value = k * 1_000_000 + i;
         // Paced, so that the faults fall among the writes.
         runtime::sleep(Duration::from_millis(sim::random_u64() % 300)).await;
         for _attempt in 0..600 {
-            if started.elapsed() > Duration::from_secs(600) {
+            if started.elapsed() > FAULT_PHASE {
                 return;
             }
             if client.is_none() {
@@ -181,13 +182,10 @@ async fn scenario(seed: u64, dir: std::path::PathBuf, knobs: Knobs) -> Result<St
     // the controller, which may be failing over): no id twice.
     let writing = Rc::new(std::cell::Cell::new(true));
     let ids = runtime::spawn(init_producer_ids(Rc::clone(&writing)));
-    // Faults until the writes are done: a crash and restart, or a cut link and its heal.
-    let mut faults = 0u32;
-    let started = Instant::now();
-    while acked.borrow().len() < TOTAL && started.elapsed() < Duration::from_secs(600) {
-        cluster.fault(knobs.power).await?;
-        faults += 1;
-    }
+    // Faults until the writes are done (see SimCluster::fault for the kinds).
+    cluster
+        .faults_while(|| acked.borrow().len() < TOTAL, knobs.power)
+        .await?;
     for p in producers {
         p.await;
     }
@@ -267,7 +265,7 @@ async fn scenario(seed: u64, dir: std::path::PathBuf, knobs: Knobs) -> Result<St
     // agree on them, not only on their count.
     let order: Vec<i64> = acked.iter().map(|a| a.1).collect();
     Ok(format!(
-        "seed {seed}: {faults} faults, {} acked, high watermark {hw}, {:?} of virtual time, {} polls {}, {handed} producer ids, acks at {order:?}",
+        "seed {seed}: {} acked, high watermark {hw}, {:?} of virtual time, {} polls {}, {handed} producer ids, acks at {order:?}",
         acked.len(),
         sim::elapsed(),
         sim::polls(),
@@ -277,10 +275,7 @@ async fn scenario(seed: u64, dir: std::path::PathBuf, knobs: Knobs) -> Result<St
 
 #[test]
 fn acknowledged_writes_survive_crashes_and_partitions_of_the_real_broker() {
-    log_if_asked();
-    for seed in seeds() {
-        eprintln!("{}", run_seed(seed, cluster_run));
-    }
+    run_seeds(cluster_run);
 }
 
 /// A seed is a replay: the same seed runs the same schedule to the same end (same faults,
